@@ -1,0 +1,71 @@
+// One error class per code of the spec (and of decisions section 11), each with its HTTP status.
+// They are thrown anywhere in the domain and turned into `{ error, message }` in one place (http/errors.ts).
+
+export abstract class OfframpError extends Error {
+  abstract readonly code: string;
+  abstract readonly status: number;
+  /** Extra response headers (Retry-After on 429). */
+  headers: Record<string, string> = {};
+}
+
+/** Every code's HTTP status, filled as the classes below are defined (used by the OpenAPI document). */
+export const STATUS_BY_CODE: Record<string, number> = {};
+
+function errorClass<Code extends string>(code: Code, status: number, defaultMessage: string) {
+  STATUS_BY_CODE[code] = status;
+  return class extends OfframpError {
+    readonly code: Code = code;
+    readonly status: number = status;
+    constructor(message: string = defaultMessage) {
+      super(message);
+      this.name = code;
+    }
+  };
+}
+
+// Authentication and access
+export const MissingApiKeyError = errorClass("MISSING_API_KEY", 401, "The X-API-Key header is required");
+export const InvalidApiKeyError = errorClass("INVALID_API_KEY", 401, "The API key matches no active partner");
+export const PartnerInactiveError = errorClass("PARTNER_INACTIVE", 403, "The partner account is not active");
+export const PartnerSuspendedError = errorClass("PARTNER_SUSPENDED", 403, "The partner's KYB status is suspended");
+export const IpNotAllowedError = errorClass("IP_NOT_ALLOWED", 403, "The client address is not on the partner's allow-list");
+export const UnauthorizedError = errorClass("UNAUTHORIZED", 401, "A valid admin bearer token is required");
+
+export class RateLimitedError extends errorClass("RATE_LIMITED", 429, "Request rate exceeded for the tier") {
+  constructor(retryAfterSeconds: number) {
+    super(`Request rate exceeded for the tier; retry after ${retryAfterSeconds} s`);
+    this.headers = { "Retry-After": String(retryAfterSeconds) };
+  }
+}
+
+// Input
+export class ValidationError extends errorClass("VALIDATION_ERROR", 400, "The request is invalid") {}
+export const NotFoundError = errorClass("NOT_FOUND", 404, "The resource does not exist");
+export const IdempotencyKeyReusedError = errorClass(
+  "IDEMPOTENCY_KEY_REUSED",
+  409,
+  "This Idempotency-Key was already used with a different request",
+);
+
+// Users and KYC
+export const DuplicateUserError = errorClass("DUPLICATE_USER", 409, "A user with this partnerUserRef already exists");
+export const UserLimitReachedError = errorClass("USER_LIMIT_REACHED", 403, "The tier's maximum number of users is reached");
+export const KycNotAvailableError = errorClass("KYC_NOT_AVAILABLE", 400, "The partner uses PARTNER_MANAGED KYC");
+export const KycLimitReachedError = errorClass("KYC_LIMIT_REACHED", 403, "The tier's monthly KYC verification limit is reached");
+export const KycSessionFailedError = errorClass("KYC_SESSION_FAILED", 502, "The KYC provider returned an error");
+export const KycRequiredError = errorClass("KYC_REQUIRED", 403, "The user must complete KYC before the next order");
+export const UserSanctionedError = errorClass("USER_SANCTIONED", 403, "The user matches a sanctions list");
+
+// Quotes, rates and orders
+export const RateUnavailableError = errorClass("RATE_UNAVAILABLE", 502, "No usable exchange rate is available");
+export const InvalidClabeError = errorClass("INVALID_CLABE", 400, "The CLABE fails validation");
+export const InvalidQuoteError = errorClass("INVALID_QUOTE", 404, "The quote does not exist");
+export const QuoteExpiredError = errorClass("QUOTE_EXPIRED", 410, "The quote has expired");
+export const QuoteUsedError = errorClass("QUOTE_USED", 409, "The quote was already used for an order");
+export const QuoteUserMismatchError = errorClass("QUOTE_USER_MISMATCH", 400, "partnerUserRef differs from the quote's user");
+export const VolumeLimitExceededError = errorClass("VOLUME_LIMIT_EXCEEDED", 403, "The tier's volume limit would be exceeded");
+export const OrderNotCancellableError = errorClass("ORDER_NOT_CANCELLABLE", 409, "The order can no longer be cancelled");
+export const OrderNotDisputedError = errorClass("ORDER_NOT_DISPUTED", 409, "The order is not disputed");
+export const InvalidStateError = errorClass("INVALID_STATE", 409, "The order is not in a state that allows this action");
+
+export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");

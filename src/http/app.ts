@@ -1,0 +1,108 @@
+import Router from "@koa/router";
+import Koa from "koa";
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+import { adminPartnerRoutes, type WebhookUrlCheck } from "../admin/partner-routes.ts";
+import type { Logger } from "../logger.ts";
+import type { ExchangeRates } from "../rates/exchange-rates.ts";
+import type { AppState } from "./context.ts";
+import { errorResponses } from "./errors.ts";
+import { adminAuth } from "./middleware/admin-auth.ts";
+import { idempotency } from "./middleware/idempotency.ts";
+import { jsonBody } from "./middleware/json-body.ts";
+import { httpMetrics } from "./middleware/metrics.ts";
+import { partnerAuth } from "./middleware/partner-auth.ts";
+import { requestContext } from "./middleware/request-context.ts";
+import { buildOpenApiDocument, docsRoutes } from "./openapi.ts";
+import { operatorRoutes } from "./operator-routes.ts";
+import { RouteGroup } from "./routes.ts";
+import { exchangeRateRoutes } from "./routes/exchange-rate.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { quoteRoutes } from "./routes/quotes.ts";
+import { userRoutes } from "./routes/users.ts";
+
+export const PARTNER_PREFIX = "/api/v1";
+export const ADMIN_PREFIX = "/admin/v1";
+
+export interface RouteGroups {
+  partner: RouteGroup;
+  admin: RouteGroup;
+}
+
+export interface AppDependencies {
+  config: Config;
+  pool: Pool;
+  logger: Logger;
+  rates: ExchangeRates;
+  adminToken: string;
+  checkWebhookUrl: WebhookUrlCheck;
+  /** Outside-service simulators mounted in sandbox, each at its own prefix (e.g. /simulators/banxico). */
+  simulators?: { prefix: string; router: Router }[];
+  /** Routes of other capabilities (orders, webhooks, sandbox helpers...), registered on the same groups. */
+  routeModules?: ((groups: RouteGroups) => void)[];
+  /** Unauthenticated routers outside /api/v1 (provider callbacks, the operator console). */
+  publicRouters?: Router<AppState>[];
+}
+
+function underPrefix(prefix: string, middleware: Koa.Middleware<AppState>): Koa.Middleware<AppState> {
+  return (ctx, next) => (ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? middleware(ctx, next) : next());
+}
+
+export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: RouteGroups } {
+  const { config, pool, logger } = deps;
+  const app = new Koa<AppState>();
+  app.proxy = config.trustProxy;
+  app.silent = true;
+
+  const metrics = httpMetrics();
+  app.use(requestContext(logger));
+  app.use(metrics.middleware);
+  app.use(errorResponses());
+  app.use(jsonBody());
+
+  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", idempotency: idempotency(pool) });
+  const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer" });
+  healthRoutes(partner);
+  exchangeRateRoutes(partner, { rates: deps.rates, validitySeconds: config.rateValiditySeconds });
+  userRoutes(partner, { pool });
+  quoteRoutes(partner, { pool, rates: deps.rates, quoteTtlSeconds: config.quoteTtlSeconds });
+  adminPartnerRoutes(admin, { pool, checkWebhookUrl: deps.checkWebhookUrl });
+  const groups = { partner, admin };
+  for (const register of deps.routeModules ?? []) register(groups);
+
+  const openApiUrl = `${PARTNER_PREFIX}/openapi.json`;
+  const partnerDocument = buildOpenApiDocument({ title: "Offramp partner API", version: "1.0.0", serverUrl: PARTNER_PREFIX, groups: [partner] });
+  const adminDocument = buildOpenApiDocument({ title: "Offramp admin API", version: "1.0.0", serverUrl: ADMIN_PREFIX, groups: [admin] });
+
+  // Public: operator probes, metrics, the API document and its rendered reference.
+  const open = new Router<AppState>();
+  open.get(openApiUrl, (ctx) => {
+    ctx.body = partnerDocument;
+  });
+  app.use(open.routes());
+  app.use(operatorRoutes({ pool, registry: metrics.registry }).routes());
+  app.use(docsRoutes(openApiUrl).routes());
+  for (const router of deps.publicRouters ?? []) app.use(router.routes()).use(router.allowedMethods());
+  if (config.sandbox) {
+    for (const simulator of deps.simulators ?? []) {
+      const mount = new Router({ prefix: simulator.prefix });
+      mount.use(simulator.router.routes(), simulator.router.allowedMethods());
+      app.use(mount.routes());
+    }
+  }
+
+  // Partner API: authentication and rate limits run before routing, so unknown /api/v1 paths answer
+  // 401 without a key and 404 with one.
+  app.use(underPrefix(PARTNER_PREFIX, partnerAuth(pool)));
+  app.use(partner.router.routes());
+
+  app.use(underPrefix(ADMIN_PREFIX, adminAuth(deps.adminToken)));
+  const adminDocumentRoute = new Router<AppState>();
+  adminDocumentRoute.get(`${ADMIN_PREFIX}/openapi.json`, (ctx) => {
+    ctx.body = adminDocument;
+  });
+  app.use(adminDocumentRoute.routes());
+  app.use(admin.router.routes());
+
+  return { app, groups };
+}

@@ -1,0 +1,44 @@
+import type Koa from "koa";
+import { InternalError, NotFoundError, OfframpError, ValidationError } from "../domain/errors.ts";
+import type { AppState } from "./context.ts";
+
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  type?: string;
+  message?: string;
+}
+
+/** Body-parser and HTTP errors raised by Koa's own stack, as the spec's VALIDATION_ERROR. */
+function fromHttpError(error: HttpLikeError): OfframpError | undefined {
+  const status = error.status ?? error.statusCode;
+  if (status === undefined || status >= 500) return undefined;
+  if (error.type === "entity.too.large" || status === 413) return new ValidationError("The request body is larger than 64 KiB");
+  if (error.type === "entity.parse.failed") return new ValidationError("The request body is not valid JSON");
+  if (error.type === "encoding.unsupported" || status === 415) return new ValidationError("Unsupported request encoding");
+  if (status === 404) return new NotFoundError();
+  if (status === 400) return new ValidationError(error.expose && error.message ? error.message : "The request is invalid");
+  return undefined;
+}
+
+/**
+ * The one place where errors become responses: `{ error, message }` with the code's status. Anything
+ * unexpected is logged with its stack and answered 500 INTERNAL_ERROR, with nothing internal in the body.
+ */
+export function errorResponses(): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}`);
+    } catch (caught) {
+      let error: OfframpError;
+      if (caught instanceof OfframpError) error = caught;
+      else error = fromHttpError(caught as HttpLikeError) ?? new InternalError();
+      if (error.status >= 500) ctx.state.log.error({ err: caught }, "request failed");
+      ctx.status = error.status;
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      ctx.body = { error: error.code, message: error.message };
+    }
+  };
+}

@@ -1,0 +1,50 @@
+import type Koa from "koa";
+import type { Queryable } from "../../db/pool.ts";
+import {
+  InvalidApiKeyError,
+  IpNotAllowedError,
+  MissingApiKeyError,
+  PartnerInactiveError,
+  PartnerSuspendedError,
+  RateLimitedError,
+} from "../../domain/errors.ts";
+import { isAddressAllowed } from "../../domain/ip-allow-list.ts";
+import { UNAUTHENTICATED_REQUESTS_PER_MINUTE } from "../../domain/tiers.ts";
+import { apiKeyMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
+import { effectiveLimits, findPartnerByKeyHash } from "../../partners/partners.ts";
+import type { AppState } from "../context.ts";
+import { countRequest } from "./rate-limit.ts";
+
+/**
+ * Partner authentication and rate limiting for /api/v1, in the order of decisions section 3:
+ * MISSING_API_KEY, INVALID_API_KEY, PARTNER_INACTIVE, PARTNER_SUSPENDED, IP_NOT_ALLOWED, RATE_LIMITED.
+ * Every request is counted (a partner's window, or the client address's at the FREE rate when no valid
+ * key is presented) so the rate-limit headers are on every response, errors included. Requests without
+ * a valid key that exceed their address's window get 429 instead of 401, which caps key guessing.
+ */
+export function partnerAuth(db: Queryable): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    const presented = ctx.get("X-API-Key");
+    const partner = presented && isWellFormedApiKey(presented) ? await findPartnerByKeyHash(db, hashApiKey(presented)) : undefined;
+    const authenticated = partner !== undefined && apiKeyMatches(presented, partner.apiKeyHash);
+
+    const window = authenticated
+      ? await countRequest(db, `partner:${partner.id}`, effectiveLimits(partner).requestsPerMinute)
+      : await countRequest(db, `ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE);
+    ctx.set("X-RateLimit-Limit", String(window.limit));
+    ctx.set("X-RateLimit-Remaining", String(window.remaining));
+    ctx.set("X-RateLimit-Reset", String(window.resetAt));
+
+    if (!authenticated) {
+      if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
+      throw presented ? new InvalidApiKeyError() : new MissingApiKeyError();
+    }
+    if (partner.status !== "ACTIVE") throw new PartnerInactiveError();
+    if (partner.kybStatus === "SUSPENDED") throw new PartnerSuspendedError();
+    if (!isAddressAllowed(ctx.ip, partner.ipAllowList)) throw new IpNotAllowedError(`Address ${ctx.ip} is not on the allow-list`);
+    if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
+
+    ctx.state.partner = partner;
+    await next();
+  };
+}

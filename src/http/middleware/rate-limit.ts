@@ -1,0 +1,39 @@
+import type { Queryable } from "../../db/pool.ts";
+
+export interface RateLimitWindow {
+  limit: number;
+  remaining: number;
+  /** Unix seconds when the next window starts. */
+  resetAt: number;
+  exceeded: boolean;
+  retryAfterSeconds: number;
+}
+
+/**
+ * Fixed one-minute windows aligned to the UTC minute, counted in PostgreSQL so every instance of the
+ * service shares them (decisions section 3). One upsert per request.
+ */
+export async function countRequest(db: Queryable, bucket: string, limit: number, now = Date.now()): Promise<RateLimitWindow> {
+  const windowStart = Math.floor(now / 60_000) * 60_000;
+  const { rows } = await db.query<{ count: number }>(
+    `INSERT INTO rate_limit_windows (bucket, window_start, count) VALUES ($1, $2, 1)
+     ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + 1
+     RETURNING count`,
+    [bucket, new Date(windowStart)],
+  );
+  const count = rows[0]!.count;
+  const resetAt = (windowStart + 60_000) / 1000;
+  return {
+    limit,
+    remaining: Math.max(0, limit - count),
+    resetAt,
+    exceeded: count > limit,
+    retryAfterSeconds: Math.max(1, Math.ceil(resetAt - now / 1000)),
+  };
+}
+
+/** Old windows are useless after their minute; pruned by a periodic job. */
+export async function pruneRateLimitWindows(db: Queryable, now = Date.now()): Promise<number> {
+  const { rowCount } = await db.query("DELETE FROM rate_limit_windows WHERE window_start < $1", [new Date(now - 120_000)]);
+  return rowCount ?? 0;
+}

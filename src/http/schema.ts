@@ -1,0 +1,78 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import addFormatsModule from "ajv-formats";
+import { Money } from "../domain/money.ts";
+import { ValidationError } from "../domain/errors.ts";
+
+// ajv-formats is published as CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+export type JsonSchema = Record<string, unknown>;
+
+function withKeywords(ajv: Ajv): Ajv {
+  addFormats(ajv);
+  // Decimal places of a JSON number as written by the client (USDC has 6, feePercent 2): checked on the
+  // shortest decimal form, not with float `multipleOf`, which misjudges values like 0.29.
+  ajv.addKeyword({
+    keyword: "x-maxDecimals",
+    type: "number",
+    schemaType: "number",
+    validate: (max: number, value: number) => Number.isFinite(value) && new Money(value).decimalPlaces() <= max,
+    error: { message: (cxt) => `must have at most ${String(cxt.schema)} decimal places` },
+  });
+  return ajv;
+}
+
+const bodyAjv = withKeywords(new Ajv({ allErrors: false, strict: true, strictRequired: false }));
+// Query strings arrive as text: numbers and booleans are coerced before validation.
+const queryAjv = withKeywords(new Ajv({ allErrors: false, strict: true, coerceTypes: true, useDefaults: true }));
+
+function describe(error: ErrorObject, where: string): string {
+  const pointer = error.instancePath ? error.instancePath.slice(1).replaceAll("/", ".") : "";
+  if (error.keyword === "additionalProperties") {
+    const field = (error.params as { additionalProperty: string }).additionalProperty;
+    return `${where} has an unknown field "${pointer ? `${pointer}.` : ""}${field}"`;
+  }
+  if (error.keyword === "required") {
+    const field = (error.params as { missingProperty: string }).missingProperty;
+    return `${where} is missing the required field "${pointer ? `${pointer}.` : ""}${field}"`;
+  }
+  if (error.keyword === "enum") {
+    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map(String).join(", ");
+    return `"${pointer}" must be one of ${allowed}`;
+  }
+  return pointer ? `"${pointer}" ${error.message ?? "is invalid"}` : `${where} ${error.message ?? "is invalid"}`;
+}
+
+export interface Validator<T> {
+  (value: unknown): T;
+  schema: JsonSchema;
+}
+
+function compile<T>(ajv: Ajv, schema: JsonSchema, where: string): Validator<T> {
+  const validate: ValidateFunction = ajv.compile(schema);
+  const validator = (value: unknown): T => {
+    if (!validate(value)) throw new ValidationError(describe(validate.errors![0]!, where));
+    return value as T;
+  };
+  return Object.assign(validator, { schema });
+}
+
+export function bodyValidator<T>(schema: JsonSchema): Validator<T> {
+  return compile<T>(bodyAjv, schema, "The request body");
+}
+
+export function queryValidator<T>(schema: JsonSchema): Validator<T> {
+  return compile<T>(queryAjv, schema, "The query");
+}
+
+// Shared pieces of schemas.
+export const isoTimestamp = { type: "string", format: "date-time" } as const;
+export const pagination = {
+  limit: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+  offset: { type: "integer", minimum: 0, default: 0 },
+} as const;
+export const errorBodySchema = {
+  type: "object",
+  required: ["error", "message"],
+  properties: { error: { type: "string" }, message: { type: "string" } },
+} as const;

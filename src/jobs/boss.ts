@@ -1,0 +1,12 @@
+import { PgBoss } from "pg-boss";
+import type { Logger } from "../logger.ts";
+
+export type { PgBoss };
+
+/** pg-boss in its own schema of the service's database: timers, retries and periodic work survive restarts. */
+export async function startJobs(databaseUrl: string, logger: Logger): Promise<PgBoss> {
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: "pgboss", application_name: "offramp-jobs" });
+  boss.on("error", (error) => logger.error({ err: error }, "job queue error"));
+  await boss.start();
+  return boss;
+}

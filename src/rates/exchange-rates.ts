@@ -1,0 +1,67 @@
+import type { Pool } from "../db/pool.ts";
+import { withTransaction } from "../db/pool.ts";
+import { RateUnavailableError } from "../domain/errors.ts";
+import type { RateProvider } from "../integrations/banxico-sie.ts";
+import type { Logger } from "../logger.ts";
+
+export interface ExchangeRate {
+  usdMxn: string;
+  source: "central_bank" | "fallback_provider";
+  fetchedAt: Date;
+}
+
+/** A rate older than this is never used, even when both providers are down (decisions section 10). */
+const LAST_RESORT_AGE_MS = 60 * 60 * 1000;
+const REFRESH_LOCK = 7_210_001;
+
+export interface ExchangeRates {
+  current(): Promise<ExchangeRate>;
+}
+
+interface RateRow {
+  usd_mxn: string;
+  source: ExchangeRate["source"];
+  fetched_at: Date;
+}
+
+/**
+ * The USD/MXN rate: the central bank's FIX first, then the fallback provider, cached in PostgreSQL for
+ * `validitySeconds` so every instance shares one cache. One instance refreshes at a time (advisory lock);
+ * the others wait and read its result.
+ */
+export function createExchangeRates(pool: Pool, providers: RateProvider[], validitySeconds: number, logger: Logger): ExchangeRates {
+  const latest = async (db: Pick<Pool, "query">): Promise<ExchangeRate | undefined> => {
+    const { rows } = await db.query<RateRow>("SELECT usd_mxn, source, fetched_at FROM exchange_rates ORDER BY fetched_at DESC, id DESC LIMIT 1");
+    const row = rows[0];
+    return row ? { usdMxn: row.usd_mxn, source: row.source, fetchedAt: row.fetched_at } : undefined;
+  };
+  const fresh = (rate: ExchangeRate | undefined, maxAgeMs: number): rate is ExchangeRate =>
+    rate !== undefined && Date.now() - rate.fetchedAt.getTime() < maxAgeMs;
+
+  return {
+    async current() {
+      const cached = await latest(pool);
+      if (fresh(cached, validitySeconds * 1000)) return cached;
+      return withTransaction(pool, async (client) => {
+        await client.query("SELECT pg_advisory_xact_lock($1)", [REFRESH_LOCK]);
+        const again = await latest(client);
+        if (fresh(again, validitySeconds * 1000)) return again;
+        for (const provider of providers) {
+          try {
+            const quote = await provider.latest();
+            const { rows } = await client.query<RateRow>(
+              "INSERT INTO exchange_rates (usd_mxn, source) VALUES ($1, $2) RETURNING usd_mxn, source, fetched_at",
+              [quote.usdMxn, provider.source],
+            );
+            const row = rows[0]!;
+            return { usdMxn: row.usd_mxn, source: row.source, fetchedAt: row.fetched_at };
+          } catch (error) {
+            logger.warn({ err: error, source: provider.source }, "exchange rate provider unavailable");
+          }
+        }
+        if (fresh(again, LAST_RESORT_AGE_MS)) return again;
+        throw new RateUnavailableError("Neither the central bank nor the fallback provider has a rate, and no recent rate is known");
+      });
+    },
+  };
+}

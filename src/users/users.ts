@@ -1,0 +1,172 @@
+import type { Queryable } from "../db/pool.ts";
+import { DuplicateUserError, NotFoundError, UserLimitReachedError } from "../domain/errors.ts";
+import { newId } from "../domain/ids.ts";
+import { toJsonNumber } from "../domain/money.ts";
+import type { KycLevel } from "../domain/kyc.ts";
+import { mexicoPeriodStart } from "../domain/periods.ts";
+
+export type KycStatus = "NOT_REQUIRED" | "PENDING" | "APPROVED" | "REJECTED";
+export type KycTier = "NONE" | KycLevel;
+export type AmlRiskLevel = "LOW" | "MEDIUM" | "HIGH";
+
+export interface User {
+  id: string;
+  partnerId: string;
+  partnerUserRef: string;
+  kycStatus: KycStatus;
+  kycTier: KycTier;
+  kycCompletedAt: Date | null;
+  amlRiskLevel: AmlRiskLevel | null;
+  isPep: boolean;
+  isSanctioned: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface UserRow {
+  id: string;
+  partner_id: string;
+  partner_user_ref: string;
+  kyc_status: KycStatus;
+  kyc_tier: KycTier;
+  kyc_completed_at: Date | null;
+  aml_risk_level: AmlRiskLevel | null;
+  is_pep: boolean;
+  is_sanctioned: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function fromRow(row: UserRow): User {
+  return {
+    id: row.id,
+    partnerId: row.partner_id,
+    partnerUserRef: row.partner_user_ref,
+    kycStatus: row.kyc_status,
+    kycTier: row.kyc_tier,
+    kycCompletedAt: row.kyc_completed_at,
+    amlRiskLevel: row.aml_risk_level,
+    isPep: row.is_pep,
+    isSanctioned: row.is_sanctioned,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export interface KycAttestation {
+  level: KycLevel;
+  verifiedAt: Date;
+}
+
+/**
+ * Registers a user for a partner. The partner row is locked while counting, so concurrent registrations
+ * cannot pass the tier's user limit together. Must run inside a transaction.
+ */
+export async function createUser(
+  tx: Queryable,
+  input: { partnerId: string; partnerUserRef: string; email?: string; attestation?: KycAttestation; maxUsers: number | null },
+): Promise<User> {
+  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR UPDATE", [input.partnerId]);
+  const existing = await tx.query("SELECT 1 FROM users WHERE partner_id = $1 AND partner_user_ref = $2", [input.partnerId, input.partnerUserRef]);
+  if (existing.rowCount) throw new DuplicateUserError(`A user with partnerUserRef "${input.partnerUserRef}" already exists`);
+  if (input.maxUsers !== null) {
+    const { rows } = await tx.query<{ n: string }>("SELECT count(*) AS n FROM users WHERE partner_id = $1", [input.partnerId]);
+    if (Number(rows[0]!.n) >= input.maxUsers) throw new UserLimitReachedError(`The tier allows at most ${input.maxUsers} users`);
+  }
+  const attested = input.attestation;
+  const { rows } = await tx.query<UserRow>(
+    `INSERT INTO users (id, partner_id, partner_user_ref, email, kyc_status, kyc_tier, kyc_completed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [
+      newId("usr"),
+      input.partnerId,
+      input.partnerUserRef,
+      input.email ?? null,
+      attested ? "APPROVED" : "NOT_REQUIRED",
+      attested ? attested.level : "NONE",
+      attested ? attested.verifiedAt : null,
+    ],
+  );
+  return fromRow(rows[0]!);
+}
+
+export async function findUserByRef(db: Queryable, partnerId: string, partnerUserRef: string, forUpdate = false): Promise<User | undefined> {
+  const { rows } = await db.query<UserRow>(
+    `SELECT * FROM users WHERE partner_id = $1 AND partner_user_ref = $2${forUpdate ? " FOR UPDATE" : ""}`,
+    [partnerId, partnerUserRef],
+  );
+  return rows[0] ? fromRow(rows[0]) : undefined;
+}
+
+export async function getUserByRef(db: Queryable, partnerId: string, partnerUserRef: string, forUpdate = false): Promise<User> {
+  const user = await findUserByRef(db, partnerId, partnerUserRef, forUpdate);
+  if (!user) throw new NotFoundError(`No user with partnerUserRef "${partnerUserRef}"`);
+  return user;
+}
+
+const LEVEL_RANK: Record<KycTier, number> = { NONE: 0, BASIC: 1, FULL: 2 };
+
+/**
+ * Records an approved KYC level (attestation or provider decision): status APPROVED; the tier is the
+ * highest level ever approved and `kycCompletedAt` the time of that approval (decisions section 4).
+ */
+export async function approveKyc(db: Queryable, userId: string, level: KycLevel, at: Date): Promise<User> {
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users SET kyc_status = 'APPROVED',
+       kyc_tier = CASE WHEN $3 > (CASE kyc_tier WHEN 'FULL' THEN 2 WHEN 'BASIC' THEN 1 ELSE 0 END) THEN $2 ELSE kyc_tier END,
+       kyc_completed_at = CASE WHEN $3 > (CASE kyc_tier WHEN 'FULL' THEN 2 WHEN 'BASIC' THEN 1 ELSE 0 END) THEN $4 ELSE kyc_completed_at END,
+       updated_at = now()
+     WHERE id = $1 RETURNING *`,
+    [userId, level, LEVEL_RANK[level], at],
+  );
+  if (!rows[0]) throw new NotFoundError("The user does not exist");
+  return fromRow(rows[0]);
+}
+
+export interface UserVolumes {
+  orderCount: number;
+  totalVolumeMxn: string;
+  monthlyVolumeMxn: string;
+}
+
+/**
+ * Volume counts the `totalMxn` of orders that did not end EXPIRED (decisions section 3); the month is the
+ * calendar month in America/Mexico_City.
+ */
+export async function userVolumes(db: Queryable, userId: string, now = new Date()): Promise<UserVolumes> {
+  const { rows } = await db.query<{ order_count: string; total: string; monthly: string }>(
+    `SELECT count(*) AS order_count,
+            coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total,
+            coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= $2), 0) AS monthly
+       FROM orders WHERE user_id = $1`,
+    [userId, mexicoPeriodStart("month", now)],
+  );
+  const row = rows[0]!;
+  return { orderCount: Number(row.order_count), totalVolumeMxn: row.total, monthlyVolumeMxn: row.monthly };
+}
+
+/** `POST /users` response (spec: User create-response fields). */
+export function userCreateView(user: User, volumes: UserVolumes) {
+  return {
+    id: user.id,
+    partnerUserRef: user.partnerUserRef,
+    kycStatus: user.kycStatus,
+    kycTier: user.kycTier,
+    orderCount: volumes.orderCount,
+    totalVolumeMxn: toJsonNumber(volumes.totalVolumeMxn),
+    createdAt: user.createdAt.toISOString(),
+  };
+}
+
+/** `GET /users/:ref` response (spec: User detail). */
+export function userDetailView(user: User, volumes: UserVolumes) {
+  return {
+    ...userCreateView(user, volumes),
+    kycCompletedAt: user.kycCompletedAt?.toISOString() ?? null,
+    monthlyVolumeMxn: toJsonNumber(volumes.monthlyVolumeMxn),
+    amlRiskLevel: user.amlRiskLevel,
+    isPep: user.isPep,
+    isSanctioned: user.isSanctioned,
+    updatedAt: user.updatedAt.toISOString(),
+  };
+}

@@ -58,7 +58,6 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   app.use(requestContext(logger));
   app.use(metrics.middleware);
   app.use(errorResponses());
-  app.use(jsonBody());
 
   const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", idempotency: idempotency(pool) });
   const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer" });
@@ -80,6 +79,12 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
     ctx.body = partnerDocument;
   });
   app.use(open.routes());
+  // Authentication and rate limits run before the body is read: the route itself, body included, is
+  // checked last (decisions section 3), and every /api/v1 answer, a malformed body's too, is counted.
+  // They also run before routing, so unknown /api/v1 paths answer 401 without a key and 404 with one.
+  app.use(underPrefix(PARTNER_PREFIX, partnerAuth(pool)));
+  app.use(underPrefix(ADMIN_PREFIX, adminAuth(deps.adminToken)));
+  app.use(jsonBody());
   app.use(operatorRoutes({ pool, registry: metrics.registry }).routes());
   app.use(docsRoutes(openApiUrl).routes());
   for (const router of deps.publicRouters ?? []) app.use(router.routes()).use(router.allowedMethods());
@@ -91,12 +96,8 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
     }
   }
 
-  // Partner API: authentication and rate limits run before routing, so unknown /api/v1 paths answer
-  // 401 without a key and 404 with one.
-  app.use(underPrefix(PARTNER_PREFIX, partnerAuth(pool)));
   app.use(partner.router.routes());
 
-  app.use(underPrefix(ADMIN_PREFIX, adminAuth(deps.adminToken)));
   const adminDocumentRoute = new Router<AppState>();
   adminDocumentRoute.get(`${ADMIN_PREFIX}/openapi.json`, (ctx) => {
     ctx.body = adminDocument;

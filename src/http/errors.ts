@@ -15,7 +15,7 @@ function fromHttpError(error: HttpLikeError): OfframpError | undefined {
   const status = error.status ?? error.statusCode;
   if (status === undefined || status >= 500) return undefined;
   if (error.type === "entity.too.large" || status === 413) return new ValidationError("The request body is larger than 64 KiB");
-  if (error.type === "entity.parse.failed") return new ValidationError("The request body is not valid JSON");
+  if (error.type === "entity.parse.failed" || (status === 400 && error instanceof SyntaxError)) return new ValidationError("The request body is not valid JSON");
   if (error.type === "encoding.unsupported" || status === 415) return new ValidationError("Unsupported request encoding");
   if (status === 404) return new NotFoundError();
   if (status === 400) return new ValidationError(error.expose && error.message ? error.message : "The request is invalid");

@@ -13,6 +13,8 @@ export interface ApiResponse<T = Record<string, unknown>> {
 
 export interface TestService extends RunningService {
   config: Config;
+  /** The service's database (pass it to `startTestService` to run a second instance on it). */
+  databaseUrl: string;
   /** Calls the partner API (`/api/v1` + path) with the given key. */
   api<T = Record<string, unknown>>(method: string, path: string, options?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
   /** Calls the admin API (`/admin/v1` + path) with the admin token. */
@@ -34,14 +36,20 @@ async function call<T>(url: string, method: string, headers: Record<string, stri
   return { status: response.status, headers: response.headers, body: parsed as T };
 }
 
-/** The whole service on a fresh database, on a free port, with sandbox simulators; env overrides config. */
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const database = await createTestDatabase();
+/**
+ * The whole service on a fresh database, on a free port, with sandbox simulators; env overrides config.
+ * With `options.databaseUrl` it is another instance on that database (which it then leaves in place).
+ */
+export async function startTestService(env: Record<string, string> = {}, options: { databaseUrl?: string } = {}): Promise<TestService> {
+  const database = options.databaseUrl
+    ? { url: options.databaseUrl, drop: async () => undefined }
+    : await createTestDatabase();
   const config = loadConfig({ SANDBOX: "true", PORT: "0", LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent", ...env });
   const service = await startService({ config, databaseUrl: database.url, adminToken: ADMIN_TOKEN, logger: createLogger(config.logLevel) });
   const test: TestService = {
     ...service,
     config,
+    databaseUrl: database.url,
     api(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
       if (options.key !== undefined) headers["X-API-Key"] = options.key;

@@ -13,7 +13,7 @@ import { UNAUTHENTICATED_REQUESTS_PER_MINUTE } from "../../domain/tiers.ts";
 import { apiKeyMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
 import { effectiveLimits, findPartnerByKeyHash } from "../../partners/partners.ts";
 import type { AppState } from "../context.ts";
-import { countRequest } from "./rate-limit.ts";
+import { countRequest, rateLimitClock } from "./rate-limit.ts";
 
 /**
  * Partner authentication and rate limiting for /api/v1, in the order of decisions section 3:
@@ -28,9 +28,10 @@ export function partnerAuth(db: Queryable): Koa.Middleware<AppState> {
     const partner = presented && isWellFormedApiKey(presented) ? await findPartnerByKeyHash(db, hashApiKey(presented)) : undefined;
     const authenticated = partner !== undefined && apiKeyMatches(presented, partner.apiKeyHash);
 
+    const now = rateLimitClock.now();
     const window = authenticated
-      ? await countRequest(db, `partner:${partner.id}`, effectiveLimits(partner).requestsPerMinute)
-      : await countRequest(db, `ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE);
+      ? await countRequest(db, `partner:${partner.id}`, effectiveLimits(partner).requestsPerMinute, now)
+      : await countRequest(db, `ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE, now);
     ctx.set("X-RateLimit-Limit", String(window.limit));
     ctx.set("X-RateLimit-Remaining", String(window.remaining));
     ctx.set("X-RateLimit-Reset", String(window.resetAt));

@@ -10,6 +10,12 @@ export interface RateLimitWindow {
 }
 
 /**
+ * The clock requests are counted on. Production never changes it; tests move it to cross a window
+ * boundary without waiting a minute.
+ */
+export const rateLimitClock = { now: (): number => Date.now() };
+
+/**
  * Fixed one-minute windows aligned to the UTC minute, counted in PostgreSQL so every instance of the
  * service shares them (decisions section 3). One upsert per request.
  */

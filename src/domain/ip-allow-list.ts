@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
@@ -10,22 +11,36 @@ function normalize(address: Address): Address {
   return address;
 }
 
-/** Whether an allow-list entry is an exact IPv4/IPv6 address or a CIDR range. */
+/**
+ * Only the standard notations: dotted-quad IPv4 and RFC 4291 IPv6, without a zone. (ipaddr.js alone also
+ * takes `10` or `0x7f.1` as IPv4 addresses, which an operator writing an allow-list never means.)
+ */
+function isStandardAddress(text: string): boolean {
+  return !text.includes("%") && isIP(text) !== 0;
+}
+
+/** Whether an allow-list entry is an exact IPv4/IPv6 address or a CIDR range (`10.0.0.0/8`, `2001:db8::/32`). */
 export function isValidAllowListEntry(entry: string): boolean {
-  return entry.includes("/") ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry);
+  const slash = entry.indexOf("/");
+  if (slash === -1) return isStandardAddress(entry);
+  const address = entry.slice(0, slash);
+  const bits = entry.slice(slash + 1);
+  if (!isStandardAddress(address) || !/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (isIP(address) === 4 ? 32 : 128);
 }
 
 /** An empty list allows every address (spec, Authentication 4). */
 export function isAddressAllowed(clientAddress: string, allowList: readonly string[]): boolean {
   if (allowList.length === 0) return true;
-  if (!ipaddr.isValid(clientAddress)) return false;
+  if (!isStandardAddress(clientAddress)) return false;
   const client = normalize(ipaddr.parse(clientAddress));
   return allowList.some((entry) => {
+    if (!isValidAllowListEntry(entry)) return false;
     if (entry.includes("/")) {
       const [range, bits] = ipaddr.parseCIDR(entry);
       const network = normalize(range);
       const prefix = network.kind() === "ipv4" && range.kind() === "ipv6" ? bits - 96 : bits;
-      return client.kind() === network.kind() && client.match(network, prefix);
+      return client.kind() === network.kind() && prefix >= 0 && client.match(network, prefix);
     }
     const exact = normalize(ipaddr.parse(entry));
     return exact.kind() === client.kind() && exact.toNormalizedString() === client.toNormalizedString();

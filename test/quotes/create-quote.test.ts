@@ -1,0 +1,142 @@
+import assert from "node:assert/strict";
+import { after, before, beforeEach, test } from "node:test";
+import { assertError, assertStatus, ISO_MILLIS } from "../support/assertions.ts";
+import { startTestService, type TestService } from "../support/service.ts";
+
+const QUOTE_FIELDS = ["amountUsdc", "exchangeRate", "expiresAt", "feeAmountMxn", "feePercent", "feeRecipient", "grossAmountMxn", "id", "netAmountMxn", "type"];
+
+let service: TestService;
+let partner: { id: string; apiKey: string };
+
+before(async () => {
+  service = await startTestService({ QUOTE_TTL_SECONDS: "120" });
+  partner = await service.createPartner({ tier: "ENTERPRISE" });
+  assertStatus(await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: "seller" } }), 201);
+});
+beforeEach(async () => {
+  service.simulators!.banxico.setMode("normal");
+  service.simulators!.banxico.setRate("17.2500");
+  service.simulators!.fallbackRate.setMode("normal");
+  service.simulators!.fallbackRate.setRate("17.3100");
+  await service.pool.query("DELETE FROM exchange_rates");
+});
+after(() => service.close());
+
+function quote(body: Record<string, unknown>) {
+  return service.api("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", partnerUserRef: "seller", ...body } });
+}
+
+async function quoteCount(): Promise<number> {
+  const { rows } = await service.pool.query<{ n: string }>("SELECT count(*) AS n FROM quotes");
+  return Number(rows[0]!.n);
+}
+
+test("a quote answers 201 with exactly the quote fields and the fee arithmetic of the spec", async () => {
+  const response = await quote({ amountUsdc: 100, feePercent: 1.5, feeRecipient: "PARTNER" });
+  assertStatus(response, 201);
+  assert.deepEqual(Object.keys(response.body).sort(), QUOTE_FIELDS);
+  assert.match(String(response.body.id), /^qt_[0-9a-f]+$/);
+  assert.match(String(response.body.expiresAt), ISO_MILLIS);
+  assert.deepEqual(
+    { ...response.body, id: undefined, expiresAt: undefined },
+    {
+      id: undefined,
+      type: "SELL",
+      amountUsdc: 100,
+      exchangeRate: 17.25,
+      grossAmountMxn: 1725,
+      feePercent: 1.5,
+      feeAmountMxn: 25.88, // 25.875 rounded half-up
+      feeRecipient: "PARTNER",
+      netAmountMxn: 1699.12,
+      expiresAt: undefined,
+    },
+  );
+});
+
+test("without a fee the quote has feePercent 0, feeAmountMxn 0, feeRecipient NONE and net = gross", async () => {
+  const response = await quote({ amountUsdc: 12.345678 });
+  assertStatus(response, 201);
+  assert.equal(response.body.feePercent, 0);
+  assert.equal(response.body.feeAmountMxn, 0);
+  assert.equal(response.body.feeRecipient, "NONE");
+  assert.equal(response.body.grossAmountMxn, 212.96); // 212.9629455
+  assert.equal(response.body.netAmountMxn, 212.96);
+});
+
+test("a fee for the USER is accepted and priced like a partner fee", async () => {
+  const response = await quote({ amountUsdc: 10, feePercent: 10, feeRecipient: "USER" });
+  assertStatus(response, 201);
+  assert.equal(response.body.feeRecipient, "USER");
+  assert.equal(response.body.feeAmountMxn, 17.25);
+  assert.equal(response.body.netAmountMxn, 155.25);
+});
+
+test("a recipient with a zero fee is accepted", async () => {
+  const response = await quote({ amountUsdc: 10, feePercent: 0, feeRecipient: "PARTNER" });
+  assertStatus(response, 201);
+  assert.equal(response.body.feeAmountMxn, 0);
+});
+
+test("the quote expires QUOTE_TTL_SECONDS after it is created", async () => {
+  const before = Date.now();
+  const response = await quote({ amountUsdc: 1 });
+  const after = Date.now();
+  const expiresAt = Date.parse(String(response.body.expiresAt));
+  assert.ok(expiresAt >= before + 120_000 - 1000 && expiresAt <= after + 120_000 + 1000, `expiresAt ${String(response.body.expiresAt)}`);
+});
+
+test("exchangeRate is the central bank's FIX rate at its precision", async () => {
+  service.simulators!.banxico.setRate("18.1234");
+  const response = await quote({ amountUsdc: 2 });
+  assert.equal(response.body.exchangeRate, 18.1234);
+  assert.equal(response.body.grossAmountMxn, 36.25); // 36.2468
+  const { rows } = await service.pool.query<{ rate_source: string }>("SELECT rate_source FROM quotes WHERE id = $1", [response.body.id]);
+  assert.equal(rows[0]!.rate_source, "central_bank");
+});
+
+test("when the central bank has no determination the quote uses the fallback provider's rate", async () => {
+  service.simulators!.banxico.setMode("no_determination");
+  const response = await quote({ amountUsdc: 2 });
+  assertStatus(response, 201);
+  assert.equal(response.body.exchangeRate, 17.31);
+  assert.equal(response.body.grossAmountMxn, 34.62);
+  const { rows } = await service.pool.query<{ rate_source: string }>("SELECT rate_source FROM quotes WHERE id = $1", [response.body.id]);
+  assert.equal(rows[0]!.rate_source, "fallback_provider");
+});
+
+test("the quote is stored unused, bound to the user, with the amounts it answered", async () => {
+  const response = await quote({ amountUsdc: 3.5, feePercent: 2, feeRecipient: "PARTNER" });
+  const { rows } = await service.pool.query<Record<string, unknown>>(
+    `SELECT q.partner_id, u.partner_user_ref, q.amount_usdc, q.exchange_rate, q.gross_mxn, q.fee_percent, q.fee_mxn, q.net_mxn, q.fee_recipient, q.used_at
+       FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1`,
+    [response.body.id],
+  );
+  assert.deepEqual(rows[0], {
+    partner_id: partner.id,
+    partner_user_ref: "seller",
+    amount_usdc: "3.500000",
+    exchange_rate: "17.250000",
+    gross_mxn: "60.38", // 60.375
+    fee_percent: "2.00",
+    fee_mxn: "1.21", // 1.2076
+    net_mxn: "59.17",
+    fee_recipient: "PARTNER",
+    used_at: null,
+  });
+});
+
+test("a quote for an unknown partnerUserRef answers 404 NOT_FOUND and creates no quote", async () => {
+  const before = await quoteCount();
+  const response = await service.api("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 1, partnerUserRef: "ghost" } });
+  assertError(response, 404, "NOT_FOUND");
+  assert.equal(await quoteCount(), before);
+});
+
+test("with both rate sources down and no recent rate a quote answers 502 RATE_UNAVAILABLE and creates nothing", async () => {
+  service.simulators!.banxico.setMode("down");
+  service.simulators!.fallbackRate.setMode("down");
+  const before = await quoteCount();
+  assertError(await quote({ amountUsdc: 1 }), 502, "RATE_UNAVAILABLE");
+  assert.equal(await quoteCount(), before);
+});

@@ -12,6 +12,8 @@ import type { Logger } from "./logger.ts";
 import { createExchangeRates } from "./rates/exchange-rates.ts";
 import { createBanxicoSieSimulator, createFrankfurterSimulator, type RateSimulator } from "./sandbox/simulators/rates.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
+import { webhookRouteModule } from "./webhooks/routes.ts";
+import { startWebhookDelivery } from "./webhooks/worker.ts";
 
 /** The token the sandbox central-bank simulator accepts when BANXICO_TOKEN is unset. */
 export const SANDBOX_BANXICO_TOKEN = "sandbox-bmx-token";
@@ -49,6 +51,8 @@ export async function startService(options: { config: Config; databaseUrl: strin
   const pool = createPool(databaseUrl);
   const boss = await startJobs(databaseUrl, logger);
   await scheduleMaintenance(boss, pool, logger);
+  // Webhooks (issue 5): outbox delivery worker (binds recordEvent to this queue), GET /webhooks, admin deliveries.
+  const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 
   const server = http.createServer();
   server.keepAliveTimeout = 5_000;
@@ -86,6 +90,7 @@ export async function startService(options: { config: Config; databaseUrl: strin
           { prefix: "/simulators/frankfurter/v1", router: simulators.fallbackRate.router },
         ]
       : [],
+    routeModules: [webhookRouteModule({ pool, boss })],
   });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");
@@ -103,6 +108,7 @@ export async function startService(options: { config: Config; databaseUrl: strin
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await webhooks.stop();
       await boss.stop({ graceful: true, timeout: 10_000 });
       await pool.end();
     },

@@ -1,0 +1,120 @@
+import type { Queryable } from "../db/pool.ts";
+import { newId } from "../domain/ids.ts";
+import type { PgBoss } from "../jobs/boss.ts";
+import { enqueueAttempt } from "./queue.ts";
+
+/** The spec's event kinds plus `order.expired` (decisions section 9). */
+export const EVENT_TYPES = [
+  "order.created",
+  "order.deposit_confirmed",
+  "order.locked",
+  "order.payment_verified",
+  "order.completed",
+  "order.refunded",
+  "order.lock_expired",
+  "order.disputed",
+  "order.dispute_resolved",
+  "order.expired",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const MAX_ATTEMPTS = 5;
+
+/** Fields every event's `data` carries; `data` passed to recordEvent adds to them and may not replace them. */
+const CORE_FIELDS = ["orderId", "status", "partnerUserRef", "sequence"] as const;
+
+export interface OutboxEvent {
+  partnerId: string;
+  orderId: string;
+  partnerUserRef: string;
+  eventType: EventType;
+  /** The order's status after the change. */
+  status: string;
+  /** What the event adds: escrowTxHash, buyerWallet, lockExpiresAt, completedAt, refundTxHash, outcome... */
+  data: Record<string, unknown>;
+  /** Payload `timestamp`; defaults to now. */
+  occurredAt?: Date;
+}
+
+export interface RecordedEvent {
+  eventId: string;
+  sequence: number;
+  /** Null when the partner had no webhook URL when the event happened: the event is kept, nothing is sent. */
+  deliveryId: string | null;
+  /** The payload exactly as it is (or would be) sent. */
+  body: string;
+}
+
+// The job queues recordEvent may enqueue on: every started delivery module of this process. The job row
+// is written through the caller's transaction, so the queue instance only supplies pg-boss's metadata.
+const boundQueues: PgBoss[] = [];
+
+/** Lets recordEvent enqueue first attempts through this pg-boss instance (done by startWebhookDelivery). */
+export function bindWebhookOutbox(boss: PgBoss): () => void {
+  boundQueues.push(boss);
+  return () => {
+    const index = boundQueues.lastIndexOf(boss);
+    if (index >= 0) boundQueues.splice(index, 1);
+  };
+}
+
+/**
+ * Records an order event in the outbox. Call it inside the transaction that changes the order's state:
+ * the event, its per-order sequence, its delivery record and the first attempt's job all commit with
+ * that change or not at all, so an event is never lost and never sent for a rolled-back change.
+ *
+ * - `sequence` is 1, 2, 3... per order in the order events are recorded (and committed): a counter row
+ *   per order, locked until commit, hands it out even without the caller's order lock, and a unique
+ *   (order_id, sequence) constraint backs it.
+ * - The payload `{ event, timestamp, data }` is serialized once here and stored; every attempt sends
+ *   exactly those bytes.
+ * - A partner without a webhook URL gets no delivery record: the event is still stored with its
+ *   sequence (the order's event history), but setting a URL later does not send past events.
+ */
+export async function recordEvent(tx: Queryable, event: OutboxEvent, options: { boss?: PgBoss } = {}): Promise<RecordedEvent> {
+  if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
+  for (const field of CORE_FIELDS) {
+    if (field in event.data) throw new Error(`Event data must not set "${field}": recordEvent fills it`);
+  }
+  const boss = options.boss ?? boundQueues.at(-1);
+  if (!boss) throw new Error("The webhook outbox has no job queue: start the webhook delivery module (or bindWebhookOutbox) first");
+
+  const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null }>(
+    "SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1",
+    [event.orderId],
+  );
+  const owner = owners[0];
+  if (!owner) throw new Error(`Order ${event.orderId} does not exist`);
+  if (owner.partner_id !== event.partnerId) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
+
+  const { rows: counters } = await tx.query<{ last_sequence: number }>(
+    `INSERT INTO webhook_order_sequences (order_id, last_sequence) VALUES ($1, 1)
+     ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
+     RETURNING last_sequence`,
+    [event.orderId],
+  );
+  const sequence = counters[0]!.last_sequence;
+  const occurredAt = event.occurredAt ?? new Date();
+  const body = JSON.stringify({
+    event: event.eventType,
+    timestamp: occurredAt.toISOString(),
+    data: { orderId: event.orderId, status: event.status, partnerUserRef: event.partnerUserRef, sequence, ...event.data },
+  });
+
+  const eventId = newId("evt");
+  await tx.query(
+    `INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [eventId, event.partnerId, event.orderId, sequence, event.eventType, event.status, body, occurredAt],
+  );
+  if (!owner.webhook_url) return { eventId, sequence, deliveryId: null, body };
+
+  const deliveryId = newId("whd");
+  await tx.query(
+    `INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp())`,
+    [deliveryId, eventId, event.partnerId, event.orderId, sequence, event.eventType, MAX_ATTEMPTS],
+  );
+  await enqueueAttempt(boss, tx, { deliveryId, series: 1, attempt: 1 });
+  return { eventId, sequence, deliveryId, body };
+}

@@ -170,3 +170,45 @@ export function userDetailView(user: User, volumes: UserVolumes) {
     updatedAt: user.updatedAt.toISOString(),
   };
 }
+
+/** A KYC session was started for the user: status PENDING (a REJECTED or APPROVED user too); the tier is kept. */
+export async function markKycPending(db: Queryable, userId: string): Promise<User> {
+  const { rows } = await db.query<UserRow>(
+    "UPDATE users SET kyc_status = 'PENDING', updated_at = now() WHERE id = $1 RETURNING *",
+    [userId],
+  );
+  if (!rows[0]) throw new NotFoundError("The user does not exist");
+  return fromRow(rows[0]);
+}
+
+/**
+ * The provider rejected a verification: status REJECTED. The tier (highest level ever approved) and
+ * `kycCompletedAt` stay: a user approved for FULL holds FULL whatever happens later (decisions section 4).
+ */
+export async function rejectKyc(db: Queryable, userId: string): Promise<User> {
+  const { rows } = await db.query<UserRow>(
+    "UPDATE users SET kyc_status = 'REJECTED', updated_at = now() WHERE id = $1 RETURNING *",
+    [userId],
+  );
+  if (!rows[0]) throw new NotFoundError("The user does not exist");
+  return fromRow(rows[0]);
+}
+
+/**
+ * Records the provider's PEP / sanctions screening. Flags are only ever raised here: a later "no match"
+ * (or a session that ran no screening) does not clear a match already reported; clearing is an operator
+ * decision. Nothing is written when nothing changes.
+ */
+export async function setScreening(db: Queryable, userId: string, flags: { isPep: boolean; isSanctioned: boolean }): Promise<void> {
+  await db.query(
+    `UPDATE users SET is_pep = is_pep OR $2, is_sanctioned = is_sanctioned OR $3, updated_at = now()
+      WHERE id = $1 AND ((NOT is_pep AND $2) OR (NOT is_sanctioned AND $3))`,
+    [userId, flags.isPep, flags.isSanctioned],
+  );
+}
+
+export async function getUserById(db: Queryable, userId: string): Promise<User> {
+  const { rows } = await db.query<UserRow>("SELECT * FROM users WHERE id = $1", [userId]);
+  if (!rows[0]) throw new NotFoundError("The user does not exist");
+  return fromRow(rows[0]);
+}

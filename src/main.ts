@@ -11,6 +11,8 @@ import { scheduleMaintenance } from "./jobs/maintenance.ts";
 import type { Logger } from "./logger.ts";
 import { createExchangeRates } from "./rates/exchange-rates.ts";
 import { createBanxicoSieSimulator, createFrankfurterSimulator, type RateSimulator } from "./sandbox/simulators/rates.ts";
+import type { KycProviderSimulator } from "./sandbox/simulators/kyc-provider.ts";
+import { createSandboxKycSimulator, KYC_SIMULATOR_PREFIX, kycModule } from "./kyc/wiring.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { webhookRouteModule } from "./webhooks/routes.ts";
 import { startWebhookDelivery } from "./webhooks/worker.ts";
@@ -21,6 +23,7 @@ export const SANDBOX_BANXICO_TOKEN = "sandbox-bmx-token";
 export interface SandboxSimulators {
   banxico: RateSimulator;
   fallbackRate: RateSimulator;
+  kyc: KycProviderSimulator;
 }
 
 export interface RunningService {
@@ -62,6 +65,7 @@ export async function startService(options: { config: Config; databaseUrl: strin
     ? {
         banxico: createBanxicoSieSimulator({ token: config.banxicoToken ?? SANDBOX_BANXICO_TOKEN, rate: config.sandboxUsdMxn }),
         fallbackRate: createFrankfurterSimulator({ rate: config.sandboxUsdMxn }),
+        kyc: createSandboxKycSimulator(config, baseUrl),
       }
     : undefined;
   const rates = createExchangeRates(
@@ -76,6 +80,8 @@ export async function startService(options: { config: Config; databaseUrl: strin
     config.rateValiditySeconds,
     logger,
   );
+  // KYC (issue 6): provider client, POST /users/:ref/kyc, sandbox decision, admin usage, provider callback.
+  const kyc = kycModule({ config, pool, logger, baseUrl, simulator: simulators?.kyc });
 
   const { app } = createApp({
     config,
@@ -88,9 +94,11 @@ export async function startService(options: { config: Config; databaseUrl: strin
       ? [
           { prefix: "/simulators/banxico/SieAPIRest/service/v1", router: simulators.banxico.router },
           { prefix: "/simulators/frankfurter/v1", router: simulators.fallbackRate.router },
+          { prefix: KYC_SIMULATOR_PREFIX, router: simulators.kyc.router },
         ]
       : [],
-    routeModules: [webhookRouteModule({ pool, boss })],
+    routeModules: [kyc.routes, webhookRouteModule({ pool, boss })],
+    publicRouters: [kyc.callbackRouter],
   });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");

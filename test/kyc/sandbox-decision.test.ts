@@ -90,12 +90,7 @@ describe("POST /sandbox/kyc/:sessionId/decision", () => {
   });
 });
 
-// The app's JSON body parser answers 400 VALIDATION_ERROR to the page's form POST (application/x-www-form-urlencoded)
-// before the simulator sees it. Fix (src/http/middleware/json-body.ts, not KYC's file): let paths under
-// /simulators/ through, since simulators read their own bodies. Remove this `todo` with that fix.
-const PAGE_BLOCKED = "the JSON body parser refuses the hosted page's form POST (see comment above)";
-
-describe("the simulator's hosted page", { todo: PAGE_BLOCKED }, () => {
+describe("the simulator's hosted page", () => {
   /** Opens the session page, submits its form as a browser does, and returns the redirect. */
   async function submitPage(sessionUrl: string, fields: Record<string, string>): Promise<Response> {
     const page = await fetch(sessionUrl);

@@ -31,6 +31,12 @@ export function errorResponses(): Koa.Middleware<AppState> {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}`);
+      // A router's allowedMethods() answers a known path with another method by a bare 405 (or 501 for an
+      // unknown method); for the API that is a route that does not exist, in the spec's error shape.
+      if ((ctx.status === 405 || ctx.status === 501) && (ctx.body === undefined || ctx.body === null || typeof ctx.body === "string")) {
+        ctx.remove("Allow");
+        throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}`);
+      }
     } catch (caught) {
       let error: OfframpError;
       if (caught instanceof OfframpError) error = caught;

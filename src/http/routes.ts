@@ -32,6 +32,8 @@ export type RouteHandler<Body, Query> = (ctx: AppContext, input: RouteInput<Body
 
 export type Security = "apiKey" | "bearer" | "none";
 
+const NO_QUERY: JsonSchema = { type: "object", additionalProperties: false, properties: {} };
+
 /**
  * A group of routes under one prefix and one kind of authentication. Every route's body and query are
  * validated by its ajv schema before the handler runs; the same specs generate the OpenAPI document.
@@ -53,9 +55,10 @@ export class RouteGroup {
   add<Body = unknown, Query = unknown>(spec: RouteSpec, handler: RouteHandler<Body, Query>): this {
     this.specs.push(spec);
     const validateBody: Validator<Body> | undefined = spec.body ? bodyValidator<Body>(spec.body) : undefined;
-    const validateQuery: Validator<Query> | undefined = spec.query ? queryValidator<Query>(spec.query) : undefined;
+    // A route that declares no query parameters accepts none: unknown fields are rejected everywhere.
+    const validateQuery: Validator<Query> = queryValidator<Query>(spec.query ?? NO_QUERY);
     const run = async (ctx: AppContext) => {
-      const query = validateQuery ? validateQuery({ ...ctx.query }) : ({} as Query);
+      const query = validateQuery({ ...ctx.query });
       const body = validateBody ? validateBody(ctx.request.body ?? {}) : ({} as Body);
       await handler(ctx, { body, query, params: ctx.params as Record<string, string> });
     };

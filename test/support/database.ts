@@ -18,8 +18,18 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
     async drop() {
       const client = new pg.Client({ connectionString: TEST_SERVER_URL });
       await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
+      try {
+        // A pool's end() resolves before its sockets are closed: wait for the sessions to go, so FORCE
+        // (kept for leftovers) does not kill a client still closing, which would throw in the test process.
+        for (let attempt = 0; attempt < 50; attempt += 1) {
+          const { rows } = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1", [name]);
+          if (Number(rows[0]!.n) === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
     },
   };
 }

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { assertError, assertStatus } from "../support/assertions.ts";
+import { startTestService, type TestService } from "../support/service.ts";
+
+// Decisions section 11: `Idempotency-Key` on the POSTs; a repeat within 24 hours with the same body
+// returns the first response; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED.
+let service: TestService;
+let partner: { id: string; apiKey: string };
+let sequence = 0;
+
+before(async () => {
+  service = await startTestService();
+  partner = await service.createPartner({ tier: "ENTERPRISE" });
+  assertStatus(await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: "seller" } }), 201);
+});
+after(() => service.close());
+
+function freshKey(): string {
+  sequence += 1;
+  return `idem-${sequence}-${Date.now()}`;
+}
+
+function post(path: string, body: unknown, idempotencyKey: string | undefined, apiKey = partner.apiKey) {
+  return service.api("POST", path, { key: apiKey, body, headers: idempotencyKey ? { "Idempotency-Key": idempotencyKey } : {} });
+}
+
+async function count(sql: string, ...values: unknown[]): Promise<number> {
+  const { rows } = await service.pool.query<{ n: string }>(sql, values);
+  return Number(rows[0]!.n);
+}
+
+test("a repeat of POST /users with the same key and body returns the first response and creates one user", async () => {
+  const key = freshKey();
+  const first = await post("/users", { partnerUserRef: "idem-user" }, key);
+  const repeat = await post("/users", { partnerUserRef: "idem-user" }, key);
+  assertStatus(first, 201);
+  assertStatus(repeat, 201);
+  assert.deepEqual(repeat.body, first.body);
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-user'"), 1);
+});
+
+test("a repeat of POST /quotes with the same key and body returns the same quote and creates one", async () => {
+  const key = freshKey();
+  const body = { type: "SELL", amountUsdc: 25, partnerUserRef: "seller" };
+  const before = await count("SELECT count(*) AS n FROM quotes");
+  const first = await post("/quotes", body, key);
+  const repeat = await post("/quotes", body, key);
+  assertStatus(first, 201);
+  assert.deepEqual(repeat.body, first.body);
+  assert.equal(await count("SELECT count(*) AS n FROM quotes"), before + 1);
+});
+
+test("without an Idempotency-Key two identical POST /quotes create two quotes", async () => {
+  const body = { type: "SELL", amountUsdc: 25, partnerUserRef: "seller" };
+  const first = await post("/quotes", body, undefined);
+  const second = await post("/quotes", body, undefined);
+  assert.notEqual(first.body.id, second.body.id);
+});
+
+test("the same key with a different body answers 409 IDEMPOTENCY_KEY_REUSED and changes nothing", async () => {
+  const key = freshKey();
+  assertStatus(await post("/users", { partnerUserRef: "idem-first" }, key), 201);
+  assertError(await post("/users", { partnerUserRef: "idem-second" }, key), 409, "IDEMPOTENCY_KEY_REUSED");
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-second'"), 0);
+});
+
+test("the same key on another route answers IDEMPOTENCY_KEY_REUSED", async () => {
+  const key = freshKey();
+  assertStatus(await post("/users", { partnerUserRef: "idem-route" }, key), 201);
+  assertError(await post("/quotes", { type: "SELL", amountUsdc: 1, partnerUserRef: "idem-route" }, key), 409, "IDEMPOTENCY_KEY_REUSED");
+});
+
+test("concurrent requests with the same key and body all get the first response and create one user", async () => {
+  const key = freshKey();
+  const responses = await Promise.all(Array.from({ length: 8 }, () => post("/users", { partnerUserRef: "idem-race" }, key)));
+  for (const response of responses) {
+    assertStatus(response, 201);
+    assert.deepEqual(response.body, responses[0]!.body);
+  }
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-race'"), 1);
+});
+
+test("an error answer is replayed too: the repeat gets the first DUPLICATE_USER even after the cause is gone", async () => {
+  assertStatus(await post("/users", { partnerUserRef: "idem-dup" }, undefined), 201);
+  const key = freshKey();
+  assertError(await post("/users", { partnerUserRef: "idem-dup" }, key), 409, "DUPLICATE_USER");
+  await service.pool.query("DELETE FROM users WHERE partner_user_ref = 'idem-dup'");
+  assertError(await post("/users", { partnerUserRef: "idem-dup" }, key), 409, "DUPLICATE_USER");
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-dup'"), 0);
+});
+
+test("keys belong to one partner: another partner's request with the same key is processed on its own", async () => {
+  const other = await service.createPartner();
+  const key = freshKey();
+  const mine = await post("/users", { partnerUserRef: "idem-shared" }, key);
+  const theirs = await post("/users", { partnerUserRef: "idem-shared" }, key, other.apiKey);
+  assertStatus(mine, 201);
+  assertStatus(theirs, 201);
+  assert.notEqual(theirs.body.id, mine.body.id);
+});
+
+test("a key older than 24 hours no longer replays: the request is processed afresh", async () => {
+  const key = freshKey();
+  assertStatus(await post("/users", { partnerUserRef: "idem-old" }, key), 201);
+  await service.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [key]);
+  assertError(await post("/users", { partnerUserRef: "idem-old" }, key), 409, "DUPLICATE_USER");
+});
+
+test("an Idempotency-Key longer than 255 characters answers VALIDATION_ERROR and creates nothing", async () => {
+  assertError(await post("/users", { partnerUserRef: "idem-long" }, "k".repeat(256)), 400, "VALIDATION_ERROR");
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-long'"), 0);
+});

@@ -9,8 +9,15 @@ export type Queryable = Pick<pg.Pool, "query">;
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => value);
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => value);
 
-export function createPool(connectionString: string, max = 10): pg.Pool {
-  return new pg.Pool({ connectionString, max, application_name: "offramp" });
+/**
+ * A pool whose idle sessions may be cut (database restart, failover, an operator's pg_terminate_backend)
+ * without taking the process down: pg emits such errors on the pool, and an unheard 'error' event would
+ * be thrown. The broken session is already discarded and the next query opens a new one.
+ */
+export function createPool(connectionString: string, max = 10, logger?: { warn(details: object, message: string): void }): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, application_name: "offramp" });
+  pool.on("error", (error) => logger?.warn({ err: error }, "idle database session lost"));
+  return pool;
 }
 
 /** Runs `work` in one transaction: every state change and the events it causes commit together or not at all. */

@@ -9,7 +9,8 @@ const digest = (value: string) => createHash("sha256").update(value).digest();
 export function adminAuth(adminToken: string): Koa.Middleware<AppState> {
   const expected = digest(adminToken);
   return async (ctx, next) => {
-    const match = /^Bearer (.+)$/.exec(ctx.get("Authorization"));
+    // The scheme name is case-insensitive (RFC 9110 section 11.1).
+    const match = /^Bearer +(\S+) *$/i.exec(ctx.get("Authorization"));
     if (!match || !timingSafeEqual(digest(match[1]!), expected)) throw new UnauthorizedError();
     await next();
   };

@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { assertError, assertStatus } from "../support/assertions.ts";
+import { ADMIN_TOKEN, startTestService, type ApiResponse, type TestService } from "../support/service.ts";
+
+// Decisions section 12: /admin/v1 needs `Authorization: Bearer <ADMIN_TOKEN>`; 401 UNAUTHORIZED otherwise.
+let service: TestService;
+let partnerId: string;
+
+before(async () => {
+  service = await startTestService();
+  partnerId = (await service.createPartner()).id;
+});
+after(() => service.close());
+
+async function adminCall(method: string, path: string, authorization: string | undefined, body?: unknown): Promise<ApiResponse> {
+  const headers: Record<string, string> = {};
+  if (authorization !== undefined) headers.Authorization = authorization;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(`${service.baseUrl}/admin/v1${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function partnerCount(): Promise<number> {
+  const { rows } = await service.pool.query<{ n: string }>("SELECT count(*) AS n FROM partners");
+  return Number(rows[0]!.n);
+}
+
+test("a request without Authorization answers 401 UNAUTHORIZED", async () => {
+  assertError(await adminCall("GET", "/partners", undefined), 401, "UNAUTHORIZED");
+});
+
+test("a wrong bearer token answers 401 UNAUTHORIZED", async () => {
+  assertError(await adminCall("GET", "/partners", `Bearer ${ADMIN_TOKEN}x`), 401, "UNAUTHORIZED");
+});
+
+test("the token under another scheme answers 401 UNAUTHORIZED", async () => {
+  assertError(await adminCall("GET", "/partners", `Basic ${ADMIN_TOKEN}`), 401, "UNAUTHORIZED");
+  assertError(await adminCall("GET", "/partners", ADMIN_TOKEN), 401, "UNAUTHORIZED");
+});
+
+test("a partner's API key is not an admin token", async () => {
+  const partner = await service.createPartner();
+  assertError(await adminCall("GET", "/partners", `Bearer ${partner.apiKey}`), 401, "UNAUTHORIZED");
+});
+
+test("the bearer scheme is matched without regard to case", async () => {
+  assertStatus(await adminCall("GET", "/partners", `bearer ${ADMIN_TOKEN}`), 200);
+});
+
+const routes: [string, string, unknown?][] = [
+  ["GET", "/partners"],
+  ["GET", "/partners/{id}"],
+  ["POST", "/partners", { name: "Sneaky", tier: "FREE", kycModel: "PARTNER_MANAGED" }],
+  ["PATCH", "/partners/{id}", { status: "INACTIVE" }],
+  ["POST", "/partners/{id}/api-keys"],
+  ["POST", "/partners/{id}/webhook-secret"],
+];
+for (const [method, path, body] of routes) {
+  test(`${method} /admin/v1${path} without the token answers UNAUTHORIZED and changes nothing`, async () => {
+    const before = await service.pool.query("SELECT * FROM partners ORDER BY id");
+    assertError(await adminCall(method, path.replace("{id}", partnerId), `Bearer wrong-token-0123456789`, body), 401, "UNAUTHORIZED");
+    const afterwards = await service.pool.query("SELECT * FROM partners ORDER BY id");
+    assert.deepEqual(afterwards.rows, before.rows);
+  });
+}
+
+test("an unknown admin route answers UNAUTHORIZED without the token and NOT_FOUND with it", async () => {
+  assertError(await adminCall("GET", "/nothing-here", undefined), 401, "UNAUTHORIZED");
+  assertError(await adminCall("GET", "/nothing-here", `Bearer ${ADMIN_TOKEN}`), 404, "NOT_FOUND");
+});
+
+test("a malformed body without the token answers UNAUTHORIZED, not VALIDATION_ERROR", async () => {
+  const before = await partnerCount();
+  const response = await fetch(`${service.baseUrl}/admin/v1/partners`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{nope" });
+  assert.equal(response.status, 401);
+  assert.equal(((await response.json()) as { error: string }).error, "UNAUTHORIZED");
+  assert.equal(await partnerCount(), before);
+});

@@ -8,8 +8,8 @@ import { startTestService, type TestService } from "../support/service.ts";
 import { createOrderFixture, emit, type OrderFixture } from "./support/fixtures.ts";
 import { startReceiver, waitFor, type TestReceiver } from "./support/receiver.ts";
 
-interface Page {
-  deliveries: DeliveryRecord[];
+interface Page<T = DeliveryRecord> {
+  deliveries: T[];
   total: number;
   limit: number;
   offset: number;
@@ -144,10 +144,10 @@ describe("GET /webhooks", () => {
 
 describe("admin deliveries", () => {
   test("GET /admin/v1/deliveries lists every partner's deliveries and filters by partnerId", async () => {
-    const all = await service.admin<Page & { deliveries: (DeliveryRecord & { partnerId: string })[] }>("GET", "/deliveries?limit=100");
+    const all = await service.admin<Page<DeliveryRecord & { partnerId: string }>>("GET", "/deliveries?limit=100");
     assert.equal(all.status, 200);
     assert.equal(all.body.total, 16);
-    const onlyB = await service.admin<Page & { deliveries: (DeliveryRecord & { partnerId: string })[] }>("GET", `/deliveries?partnerId=${partnerB.id}`);
+    const onlyB = await service.admin<Page<DeliveryRecord & { partnerId: string }>>("GET", `/deliveries?partnerId=${partnerB.id}`);
     assert.deepEqual(onlyB.body.deliveries.map((d) => [d.id, d.partnerId]), [[deliveredB, partnerB.id]]);
     const failed = await service.admin<Page>("GET", "/deliveries?status=FAILED");
     assert.deepEqual(failed.body.deliveries.map((d) => d.id), [failedId]);

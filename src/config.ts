@@ -99,6 +99,15 @@ function privateKey(env: Env, name: string): `0x${string}` | undefined {
   return raw as `0x${string}`;
 }
 
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${allowed.join(", ")}, got "${raw}"`);
+  return raw as T;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === "production";
   const sandbox = boolean(env, "SANDBOX", !production);
@@ -152,7 +161,7 @@ export function loadConfig(env: Env = process.env): Config {
     kycProviderApiKey: text(env, "KYC_PROVIDER_API_KEY"),
     kycProviderSecret: text(env, "KYC_PROVIDER_SECRET"),
     sandboxUsdMxn,
-    logLevel: text(env, "LOG_LEVEL") ?? "info",
+    logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
   };
 
   if (!sandbox) {

@@ -1,0 +1,178 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ConfigError, loadConfig } from "../../src/config.ts";
+
+// Decisions section 1: configuration by environment variable, read once into a typed object; a bad
+// value stops start-up with a ConfigError naming the variable; production requires its variables.
+
+const PRODUCTION: Record<string, string> = {
+  NODE_ENV: "production",
+  DATABASE_URL: "postgres://offramp:secret@db.internal:5432/offramp",
+  RPC_URL: "https://rpc.example.com",
+  ESCROW_ADDRESS: `0x${"a".repeat(40)}`,
+  USDC_ADDRESS: `0x${"b".repeat(40)}`,
+  SERVICE_PRIVATE_KEY: `0x${"1".repeat(64)}`,
+  ARBITER_PRIVATE_KEY: `0x${"2".repeat(64)}`,
+  ADMIN_TOKEN: "a-long-enough-admin-token",
+  BANXICO_SIE_URL: "https://www.banxico.org.mx/SieAPIRest/service/v1/",
+  BANXICO_TOKEN: "bmx-token",
+  FALLBACK_RATE_URL: "https://api.frankfurter.dev/v1",
+  CEP_URL: "https://www.banxico.org.mx/cep",
+  KYC_PROVIDER_URL: "https://kyc.example.com",
+  KYC_PROVIDER_API_KEY: "kyc-key",
+  KYC_PROVIDER_SECRET: "kyc-secret",
+};
+
+function assertConfigError(env: Record<string, string>, variable: string): void {
+  assert.throws(
+    () => loadConfig(env),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+      assert.equal(error.variable, variable);
+      assert.ok(error.message.includes(variable), `the message does not name ${variable}: ${error.message}`);
+      return true;
+    },
+  );
+}
+
+test("with no variables the sandbox defaults of decisions section 1 apply", () => {
+  const config = loadConfig({});
+  assert.deepEqual(
+    {
+      port: config.port,
+      host: config.host,
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      rpcUrl: config.rpcUrl,
+      chainId: config.chainId,
+      adminToken: config.adminToken,
+      sandbox: config.sandbox,
+      production: config.production,
+      quoteTtlSeconds: config.quoteTtlSeconds,
+      rateValiditySeconds: config.rateValiditySeconds,
+      depositTimeoutSeconds: config.depositTimeoutSeconds,
+      listingTimeoutSeconds: config.listingTimeoutSeconds,
+      lockWindowSeconds: config.lockWindowSeconds,
+      webhookRetryDelaysSeconds: config.webhookRetryDelaysSeconds,
+      webhookTimeoutMs: config.webhookTimeoutMs,
+      webhookAllowPrivate: config.webhookAllowPrivate,
+      trustProxy: config.trustProxy,
+      sandboxUsdMxn: config.sandboxUsdMxn,
+    },
+    {
+      port: 3000,
+      host: "127.0.0.1",
+      databaseUrl: undefined,
+      dataDir: ".data",
+      rpcUrl: undefined,
+      chainId: 31337,
+      adminToken: undefined,
+      sandbox: true,
+      production: false,
+      quoteTtlSeconds: 300,
+      rateValiditySeconds: 300,
+      depositTimeoutSeconds: 1800,
+      listingTimeoutSeconds: 86400,
+      lockWindowSeconds: 86400,
+      webhookRetryDelaysSeconds: [30, 120, 600, 1800, 7200],
+      webhookTimeoutMs: 10000,
+      webhookAllowPrivate: true,
+      trustProxy: false,
+      sandboxUsdMxn: "17.2500",
+    },
+  );
+});
+
+test("a complete production configuration loads with sandbox and private webhook URLs off", () => {
+  const config = loadConfig(PRODUCTION);
+  assert.equal(config.production, true);
+  assert.equal(config.sandbox, false);
+  assert.equal(config.webhookAllowPrivate, false);
+  assert.equal(config.databaseUrl, PRODUCTION.DATABASE_URL);
+  assert.equal(config.banxicoSieUrl, "https://www.banxico.org.mx/SieAPIRest/service/v1", "a trailing slash is dropped");
+  assert.equal(config.adminToken, "a-long-enough-admin-token");
+});
+
+test("values are parsed into their types", () => {
+  const config = loadConfig({
+    PORT: "8080",
+    TRUST_PROXY: "true",
+    WEBHOOK_ALLOW_PRIVATE: "0",
+    WEBHOOK_RETRY_DELAYS_SECONDS: "5, 10,20",
+    QUOTE_TTL_SECONDS: "60",
+    RATE_VALIDITY_SECONDS: "120",
+    SANDBOX_USD_MXN: "18.123456",
+    LOG_LEVEL: "warn",
+  });
+  assert.equal(config.port, 8080);
+  assert.equal(config.trustProxy, true);
+  assert.equal(config.webhookAllowPrivate, false);
+  assert.deepEqual(config.webhookRetryDelaysSeconds, [5, 10, 20]);
+  assert.equal(config.quoteTtlSeconds, 60);
+  assert.equal(config.rateValiditySeconds, 120);
+  assert.equal(config.sandboxUsdMxn, "18.123456");
+  assert.equal(config.logLevel, "warn");
+});
+
+test("an empty or blank variable counts as unset", () => {
+  const config = loadConfig({ PORT: "", QUOTE_TTL_SECONDS: "  ", DATABASE_URL: "" });
+  assert.equal(config.port, 3000);
+  assert.equal(config.quoteTtlSeconds, 300);
+  assert.equal(config.databaseUrl, undefined);
+});
+
+const badValues: [string, string][] = [
+  ["PORT", "http"],
+  ["PORT", "65536"],
+  ["PORT", "-1"],
+  ["CHAIN_ID", "0"],
+  ["CHAIN_ID", "base"],
+  ["QUOTE_TTL_SECONDS", "0"],
+  ["QUOTE_TTL_SECONDS", "5m"],
+  ["RATE_VALIDITY_SECONDS", "-300"],
+  ["DEPOSIT_TIMEOUT_SECONDS", "1.5"],
+  ["LISTING_TIMEOUT_SECONDS", "forever"],
+  ["LOCK_WINDOW_SECONDS", "0"],
+  ["WEBHOOK_RETRY_DELAYS_SECONDS", "30,,600"],
+  ["WEBHOOK_RETRY_DELAYS_SECONDS", "30,2m"],
+  ["WEBHOOK_TIMEOUT_MS", "0"],
+  ["WEBHOOK_ALLOW_PRIVATE", "sometimes"],
+  ["TRUST_PROXY", "on-prem"],
+  ["SANDBOX", "maybe"],
+  ["DATABASE_URL", "mysql://localhost/offramp"],
+  ["RPC_URL", "not a url"],
+  ["RPC_URL", "ws://localhost:8545"],
+  ["ESCROW_ADDRESS", "0x1234"],
+  ["USDC_ADDRESS", `${"a".repeat(40)}`],
+  ["SERVICE_PRIVATE_KEY", "0xabc"],
+  ["ARBITER_PRIVATE_KEY", `0x${"z".repeat(64)}`],
+  ["ADMIN_TOKEN", "too-short"],
+  ["BANXICO_SIE_URL", "banxico"],
+  ["FALLBACK_RATE_URL", "ftp://rates.example.com"],
+  ["CEP_URL", "cep"],
+  ["KYC_PROVIDER_URL", "kyc"],
+  ["SANDBOX_USD_MXN", "seventeen"],
+  ["SANDBOX_USD_MXN", "0"],
+  ["SANDBOX_USD_MXN", "-17.25"],
+  ["LOG_LEVEL", "loud"],
+];
+for (const [variable, value] of badValues) {
+  test(`${variable}="${value}" stops with a ConfigError naming ${variable}`, () => {
+    assertConfigError({ [variable]: value }, variable);
+  });
+}
+
+for (const variable of Object.keys(PRODUCTION).filter((name) => name !== "NODE_ENV")) {
+  test(`production without ${variable} stops with a ConfigError naming it`, () => {
+    const env = { ...PRODUCTION };
+    delete env[variable];
+    assertConfigError(env, variable);
+  });
+}
+
+test("SANDBOX=false requires the production variables too", () => {
+  const env: Record<string, string> = { ...PRODUCTION, SANDBOX: "false" };
+  delete env.NODE_ENV;
+  delete env.CEP_URL;
+  assertConfigError(env, "CEP_URL");
+});

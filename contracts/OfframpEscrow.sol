@@ -236,6 +236,8 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     /// @notice Escrows `terms.amount` of `terms.token` from msg.sender, who becomes the seller and
     /// receives every refund. The terms must be signed (EIP-712) by a SERVICE_ROLE holder; the order id
     /// can be used once, so a signature can never be replayed. The caller must have approved the token.
+    /// The terms do not name the seller: whoever first deposits with valid terms becomes the seller,
+    /// funding the order with their own tokens; the service takes the on-chain seller as authoritative.
     function deposit(OrderTerms calldata terms, bytes calldata signature) external nonReentrant whenNotPaused {
         if (block.timestamp > terms.depositDeadline) revert DepositDeadlinePassed(terms.depositDeadline);
         Order storage order = _orders[terms.orderId];
@@ -335,7 +337,8 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     }
 
     /// @notice The buyer or the seller freezes a Locked order for the arbiter. While Disputed the order
-    /// cannot time out. Works while paused (see the pause policy).
+    /// cannot time out. Allowed as long as the order is Locked, even past lockExpiresAt if nobody has
+    /// refunded it yet. Works while paused (see the pause policy).
     function openDispute(bytes32 orderId) external nonReentrant {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Locked);

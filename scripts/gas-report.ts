@@ -109,7 +109,8 @@ const markdown = `# Gas of OfframpEscrow
 Measured, not estimated: \`npm run gas\` runs [\`scripts/gas-report.ts\`](../scripts/gas-report.ts), which
 compiles the contracts, deploys them on an in-process Hardhat network (EDR, chain 31337, its default
 hardfork) with the test fixture, runs each function once in the scenario named, and writes the
-\`gasUsed\` of each transaction receipt here. Figures include the 21,000 base cost and calldata.
+\`gasUsed\` of each transaction receipt here. Figures include the 21,000 base cost and calldata; runs
+differ by a few dozen gas at most, from calldata content (random order ids, signatures, timestamps).
 Compiler: solc ${version} (solc-js), optimizer on, 200 runs, EVM target cancun.
 
 Unless the scenario says otherwise, every payee already holds some USDC (steady state); a first credit

@@ -5,7 +5,7 @@ import { after, before, describe, test } from "node:test";
 import { withTransaction } from "../../src/db/pool.ts";
 import type { DeliveryRecord } from "../../src/webhooks/deliveries.ts";
 import { recordEvent } from "../../src/webhooks/outbox.ts";
-import { DELIVERY_QUEUE } from "../../src/webhooks/queue.ts";
+import { DELIVERY_QUEUE, enqueueAttempt } from "../../src/webhooks/queue.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
 import { sweepStalledDeliveries } from "../../src/webhooks/worker.ts";
 import { ISO_MILLIS } from "../support/assertions.ts";
@@ -431,5 +431,28 @@ describe("stalled deliveries", () => {
     assert.ok((await sweepStalledDeliveries(service.pool, service.boss, 0)) >= 1);
     await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
     assert.equal(receiver.requests.length, 1);
+  });
+});
+
+describe("one attempt at a time", () => {
+  test("duplicate jobs for the same attempt make one request: the others find the delivery busy or already done", async () => {
+    const { receiver, partner, order } = await setup(async () => {
+      await sleep(800);
+      return 200;
+    });
+    const event = await withTransaction(service.pool, async (tx) => {
+      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+      const job = { deliveryId: recorded.deliveryId!, series: 1, attempt: 1 };
+      await enqueueAttempt(service.boss, tx, job);
+      await enqueueAttempt(service.boss, tx, job);
+      return recorded;
+    });
+    await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
+    await waitFor("all three jobs finished", async () => {
+      const jobs = await service.boss.findJobs(DELIVERY_QUEUE, { data: { deliveryId: event.deliveryId } });
+      return jobs.length === 3 && jobs.every((j) => j.state === "completed");
+    }, 20_000);
+    assert.equal(receiver.requests.length, 1);
+    assert.equal((await delivery(partner.apiKey, event.deliveryId!)).attempts, 1);
   });
 });

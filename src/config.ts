@@ -36,6 +36,12 @@ export interface Config {
   kycProviderApiKey: string | undefined;
   kycProviderSecret: string | undefined;
   sandboxUsdMxn: string;
+  /** Escrow events are applied once this many blocks are indexed on top of theirs (0 on the local chain). */
+  chainConfirmations: number;
+  /** Ponder's schema; set by `npm start` for the indexer it runs, required when the indexer runs elsewhere. */
+  indexerSchema: string | undefined;
+  /** Sanctions lists in the OFAC SDN CSV format; sandbox adds data/sanctions/sandbox-sdn.csv. */
+  sanctionsListFiles: string[];
   logLevel: string;
 }
 
@@ -161,6 +167,12 @@ export function loadConfig(env: Env = process.env): Config {
     kycProviderApiKey: text(env, "KYC_PROVIDER_API_KEY"),
     kycProviderSecret: text(env, "KYC_PROVIDER_SECRET"),
     sandboxUsdMxn,
+    chainConfirmations: integer(env, "CHAIN_CONFIRMATIONS", integer(env, "CHAIN_ID", 31337, 1, Number.MAX_SAFE_INTEGER) === 31337 ? 0 : 10, 0, 1000),
+    indexerSchema: text(env, "INDEXER_SCHEMA"),
+    sanctionsListFiles: [
+      ...(text(env, "SANCTIONS_LIST_FILE") ?? "data/sanctions/sdn.csv").split(",").map((file) => file.trim()),
+      ...(sandbox ? ["data/sanctions/sandbox-sdn.csv"] : []),
+    ],
     logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
   };
 

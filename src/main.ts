@@ -3,7 +3,14 @@ import type { AddressInfo } from "node:net";
 import type { Config } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { createPool, type Pool } from "./db/pool.ts";
-import { createApp } from "./http/app.ts";
+import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
+import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
+import { loadSanctionsList } from "./domain/sanctions.ts";
+import { createApp, type RouteGroups } from "./http/app.ts";
+import { orderRoutes } from "./http/routes/orders.ts";
+import { createOrderQueues, orderEffectPorts, startOrderWorkers } from "./jobs/order-jobs.ts";
+import { sandboxOrderRoutes } from "./sandbox/order-routes.ts";
+import { createEscrowEventConsumer, type EscrowEventConsumer } from "./sync/escrow-events.ts";
 import { createBanxicoSieClient } from "./integrations/banxico-sie.ts";
 import { createFallbackRateClient } from "./integrations/fallback-rate.ts";
 import { startJobs, type PgBoss } from "./jobs/boss.ts";
@@ -31,7 +38,20 @@ export interface RunningService {
   pool: Pool;
   boss: PgBoss;
   simulators: SandboxSimulators | undefined;
+  /** Present when the service was given a chain: signer, escrow reads, the once-only sender. */
+  chain: { gateway: EscrowGateway; sender: TransactionSender; consumer: EscrowEventConsumer | undefined } | undefined;
   stop(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  config: Config;
+  databaseUrl: string;
+  adminToken: string;
+  logger: Logger;
+  /** The chain and contracts; without them the order routes are not served (foundation-only runs). */
+  chain?: ChainSettings;
+  /** Ponder's schema to consume escrow events from; without it no chain event reaches the orders. */
+  indexerSchema?: string;
 }
 
 async function listen(server: http.Server, port: number, host: string): Promise<string> {
@@ -48,10 +68,10 @@ async function listen(server: http.Server, port: number, host: string): Promise<
  * Starts the service's roles on an already-running database: migrations, the job queue, the HTTP API
  * and, in sandbox, the simulators of the outside services (mounted on the same server).
  */
-export async function startService(options: { config: Config; databaseUrl: string; adminToken: string; logger: Logger }): Promise<RunningService> {
+export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { config, databaseUrl, logger } = options;
   await migrate(databaseUrl, logger);
-  const pool = createPool(databaseUrl);
+  const pool = createPool(databaseUrl, 10, logger);
   const boss = await startJobs(databaseUrl, logger);
   await scheduleMaintenance(boss, pool, logger);
   // Webhooks (issue 5): outbox delivery worker (binds recordEvent to this queue), GET /webhooks, admin deliveries.
@@ -80,6 +100,31 @@ export async function startService(options: { config: Config; databaseUrl: strin
     config.rateValiditySeconds,
     logger,
   );
+  const ports = orderEffectPorts(boss);
+  await createOrderQueues(boss);
+  const routeModules: ((groups: RouteGroups) => void)[] = [];
+  let chain: RunningService["chain"];
+  if (options.chain) {
+    const gateway = createEscrowGateway(options.chain);
+    const sender = createTransactionSender({ pool, gateway, logger });
+    const sanctions = await loadSanctionsList(config.sanctionsListFiles);
+    const timing = { depositTimeoutSeconds: config.depositTimeoutSeconds, listingTimeoutSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds };
+    const view = {
+      chain: { chainId: options.chain.chainId, escrowAddress: options.chain.escrowAddress, tokenAddress: options.chain.usdcAddress },
+      listingWindowSeconds: config.listingTimeoutSeconds,
+      lockWindowSeconds: config.lockWindowSeconds,
+    };
+    const creation = { pool, ports, sanctions, timing, chain: { ...view.chain, usdcAddress: options.chain.usdcAddress, escrowAddress: options.chain.escrowAddress, signTerms: gateway.signTerms } };
+    routeModules.push(({ partner }) => orderRoutes(partner, { pool, ports, creation, view }));
+    if (config.sandbox) routeModules.push(({ partner }) => sandboxOrderRoutes(partner, { pool, gateway, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds }));
+    const consumer = options.indexerSchema
+      ? createEscrowEventConsumer({ pool, ports, logger, indexerSchema: options.indexerSchema, confirmations: config.chainConfirmations })
+      : undefined;
+    chain = { gateway, sender, consumer };
+  }
+  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger });
+  chain?.consumer?.start();
+
   // KYC (issue 6): provider client, POST /users/:ref/kyc, sandbox decision, admin usage, provider callback.
   const kyc = kycModule({ config, pool, logger, baseUrl, simulator: simulators?.kyc });
 
@@ -97,7 +142,7 @@ export async function startService(options: { config: Config; databaseUrl: strin
           { prefix: KYC_SIMULATOR_PREFIX, router: simulators.kyc.router },
         ]
       : [],
-    routeModules: [kyc.routes, webhookRouteModule({ pool, boss })],
+    routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss })],
     publicRouters: [kyc.callbackRouter],
   });
   server.on("request", app.callback());
@@ -109,9 +154,11 @@ export async function startService(options: { config: Config; databaseUrl: strin
     pool,
     boss,
     simulators,
+    chain,
     async stop() {
       if (stopped) return;
       stopped = true;
+      await chain?.consumer?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -1,4 +1,5 @@
 import { PgBoss } from "pg-boss";
+import type { Queryable } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 
 export type { PgBoss };
@@ -9,4 +10,9 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
   boss.on("error", (error) => logger.error({ err: error }, "job queue error"));
   await boss.start();
   return boss;
+}
+
+/** pg-boss's `db` option bound to a caller's transaction: the job exists if and only if it commits. */
+export function inTransaction(tx: Queryable): { db: { executeSql: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }> } } {
+  return { db: { executeSql: (text, values) => tx.query(text, values) } };
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from "../db/pool.ts";
-import type { PgBoss } from "../jobs/boss.ts";
+import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 
 /** One job per delivery attempt. */
 export const DELIVERY_QUEUE = "webhooks.deliver";
@@ -43,6 +43,6 @@ export async function ensureDeliveryQueues(boss: PgBoss, timeoutMs: number): Pro
 export async function enqueueAttempt(boss: PgBoss, tx: Queryable, job: DeliveryJob, startAfter?: Date): Promise<void> {
   await boss.send(DELIVERY_QUEUE, job, {
     ...(startAfter ? { startAfter } : {}),
-    db: { executeSql: (text: string, values?: unknown[]) => tx.query(text, values) },
+    ...inTransaction(tx),
   });
 }

@@ -1,6 +1,6 @@
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
-import { startService, type RunningService } from "../../src/main.ts";
+import { startService, type RunningService, type ServiceOptions } from "../../src/main.ts";
 import { createTestDatabase } from "./database.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -40,12 +40,22 @@ async function call<T>(url: string, method: string, headers: Record<string, stri
  * The whole service on a fresh database, on a free port, with sandbox simulators; env overrides config.
  * With `options.databaseUrl` it is another instance on that database (which it then leaves in place).
  */
-export async function startTestService(env: Record<string, string> = {}, options: { databaseUrl?: string } = {}): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  options: { databaseUrl?: string } & Pick<ServiceOptions, "chain" | "indexerSchema"> = {},
+): Promise<TestService> {
   const database = options.databaseUrl
     ? { url: options.databaseUrl, drop: async () => undefined }
     : await createTestDatabase();
   const config = loadConfig({ SANDBOX: "true", PORT: "0", LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent", ...env });
-  const service = await startService({ config, databaseUrl: database.url, adminToken: ADMIN_TOKEN, logger: createLogger(config.logLevel) });
+  const service = await startService({
+    config,
+    databaseUrl: database.url,
+    adminToken: ADMIN_TOKEN,
+    logger: createLogger(config.logLevel),
+    ...(options.chain ? { chain: options.chain } : {}),
+    ...(options.indexerSchema ? { indexerSchema: options.indexerSchema } : {}),
+  });
   const test: TestService = {
     ...service,
     config,

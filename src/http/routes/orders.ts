@@ -1,0 +1,105 @@
+import type { Pool } from "../../db/pool.ts";
+import { OrderNotCancellableError } from "../../domain/errors.ts";
+import { createOrder, type OrderCreationDeps } from "../../orders/create-order.ts";
+import { ORDER_STATUSES, type OrderStatus } from "../../orders/machine.ts";
+import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderListItem, orderTimeline, type OrderViewContext } from "../../orders/queries.ts";
+import { applyOrderEvent, type OrderEffectPorts } from "../../orders/store.ts";
+import { currentPartner, type AppContext } from "../context.ts";
+import type { RouteGroup } from "../routes.ts";
+import { pagination } from "../schema.ts";
+
+export interface OrderRouteDeps {
+  pool: Pool;
+  ports: OrderEffectPorts;
+  creation: OrderCreationDeps;
+  view: OrderViewContext;
+}
+
+export async function orderDetail(deps: Pick<OrderRouteDeps, "pool" | "view">, partnerId: string | null, orderId: string) {
+  const row = await getOrderRow(deps.pool, partnerId, orderId);
+  return orderDetailView(row, await orderTimeline(deps.pool, row.id), deps.view);
+}
+
+export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
+  const { pool } = deps;
+
+  api.add<{ quoteId: string; partnerUserRef: string; sellerClabe: string }>(
+    {
+      method: "post",
+      path: "/orders",
+      tag: "Orders",
+      summary: "Create an escrow order from a quote",
+      description:
+        "Checks, in order: VALIDATION_ERROR, INVALID_CLABE, INVALID_QUOTE, QUOTE_USER_MISMATCH, NOT_FOUND, QUOTE_USED, QUOTE_EXPIRED, " +
+        "USER_SANCTIONED, KYC_REQUIRED, VOLUME_LIMIT_EXCEEDED. The response's `deposit` holds the service-signed terms the seller's wallet submits.",
+      idempotent: true,
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["quoteId", "partnerUserRef", "sellerClabe"],
+        properties: {
+          quoteId: { type: "string", minLength: 1, maxLength: 100 },
+          partnerUserRef: { type: "string", minLength: 1, maxLength: 255 },
+          sellerClabe: { type: "string", maxLength: 64 },
+        },
+      },
+      responses: { 201: { description: "Order in PENDING_DEPOSIT" } },
+      errors: ["VALIDATION_ERROR", "INVALID_CLABE", "INVALID_QUOTE", "QUOTE_USER_MISMATCH", "NOT_FOUND", "QUOTE_USED", "QUOTE_EXPIRED", "USER_SANCTIONED", "KYC_REQUIRED", "VOLUME_LIMIT_EXCEEDED"],
+    },
+    async (ctx, { body }) => {
+      const partner = currentPartner(ctx);
+      const orderId = await createOrder(deps.creation, partner, body);
+      ctx.status = 201;
+      ctx.body = orderCreateView(await getOrderRow(pool, partner.id, orderId), deps.view);
+    },
+  );
+
+  api.add<unknown, { status?: OrderStatus; partnerUserRef?: string; limit: number; offset: number }>(
+    {
+      method: "get",
+      path: "/orders",
+      tag: "Orders",
+      summary: "The partner's orders, newest first",
+      query: {
+        type: "object",
+        additionalProperties: false,
+        properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
+      },
+      responses: { 200: { description: "Page of orders" } },
+      errors: ["VALIDATION_ERROR"],
+    },
+    async (ctx, { query }) => {
+      const { rows, total } = await listOrderRows(pool, { partnerId: currentPartner(ctx).id, ...query });
+      ctx.body = { orders: rows.map(orderListItem), total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total };
+    },
+  );
+
+  api.add(
+    { method: "get", path: "/orders/:id", tag: "Orders", summary: "One order with its timeline", responses: { 200: { description: "Order detail" } }, errors: ["NOT_FOUND"] },
+    async (ctx, { params }) => {
+      ctx.body = await orderDetail(deps, currentPartner(ctx).id, params.id!);
+    },
+  );
+
+  api.add(
+    {
+      method: "post",
+      path: "/orders/:id/cancel",
+      tag: "Orders",
+      summary: "Cancel an order",
+      description: "PENDING_DEPOSIT: the order ends EXPIRED. ACTIVE: the escrow is refunded on chain and the order ends REFUNDED once the refund is seen. Otherwise ORDER_NOT_CANCELLABLE.",
+      idempotent: true,
+      responses: { 200: { description: "Order detail" } },
+      errors: ["NOT_FOUND", "ORDER_NOT_CANCELLABLE"],
+    },
+    async (ctx: AppContext, { params }) => {
+      const partnerId = currentPartner(ctx).id;
+      const row = await getOrderRow(pool, partnerId, params.id!);
+      const result = await applyOrderEvent(pool, deps.ports, row.id, { type: "CANCEL", at: new Date().toISOString() });
+      const detail = await orderDetail(deps, partnerId, row.id);
+      const cancelling = detail.timeline.some((entry) => entry.event === "CANCELLATION_REQUESTED");
+      if (!result.changed && !cancelling) throw new OrderNotCancellableError(`An order in ${result.status} cannot be cancelled`);
+      ctx.body = detail;
+    },
+  );
+}

@@ -1,0 +1,167 @@
+import { randomBytes } from "node:crypto";
+import { getAddress, zeroAddress, type Address, type Hex } from "viem";
+import type { OrderTerms } from "../chain/escrow-gateway.ts";
+import type { Pool } from "../db/pool.ts";
+import { withTransaction } from "../db/pool.ts";
+import { assessAml } from "../domain/aml.ts";
+import { parseClabe } from "../domain/clabe.ts";
+import {
+  InvalidQuoteError,
+  NotFoundError,
+  QuoteExpiredError,
+  QuoteUsedError,
+  QuoteUserMismatchError,
+  UserSanctionedError,
+  ValidationError,
+  VolumeLimitExceededError,
+} from "../domain/errors.ts";
+import { newId } from "../domain/ids.ts";
+import { assertKycAllowsOrder } from "../domain/kyc.ts";
+import { money, usdcToRaw } from "../domain/money.ts";
+import { mexicoPeriodStart } from "../domain/periods.ts";
+import type { SanctionsList } from "../domain/sanctions.ts";
+import { effectiveLimits, type PartnerWithSecrets } from "../partners/partners.ts";
+import { consumeQuote, findQuote } from "../quotes/quotes.ts";
+import { userVolumes } from "../users/users.ts";
+import { startOrderActor, type OrderEffectPorts } from "./store.ts";
+
+export interface OrderCreationDeps {
+  pool: Pool;
+  ports: OrderEffectPorts;
+  sanctions: SanctionsList;
+  chain: { chainId: number; escrowAddress: Address; usdcAddress: Address; signTerms(terms: OrderTerms): Promise<Hex> };
+  timing: { depositTimeoutSeconds: number; listingTimeoutSeconds: number; lockWindowSeconds: number };
+}
+
+export interface NewOrderRequest {
+  quoteId: string;
+  partnerUserRef: string;
+  sellerClabe: string;
+}
+
+/** Sum of `totalMxn` of the partner's orders created since `since` that did not end EXPIRED. */
+async function partnerVolumeSince(db: Pick<Pool, "query">, partnerId: string, since: Date): Promise<string> {
+  const { rows } = await db.query<{ total: string }>(
+    "SELECT coalesce(sum(total_mxn), 0) AS total FROM orders WHERE partner_id = $1 AND created_at >= $2 AND status <> 'EXPIRED'",
+    [partnerId, since],
+  );
+  return rows[0]!.total;
+}
+
+/**
+ * POST /orders, checks in the order of decisions section 6. The partner row is locked first, so the
+ * volume limits hold under concurrency, then the quote row, so a quote is consumed by exactly one order.
+ * Returns the new order's id; the actor, its CREATED entry, `order.created` and the deposit timer are
+ * written in the same transaction.
+ */
+export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<string> {
+  const clabe = parseClabe(request.sellerClabe);
+  return withTransaction(deps.pool, async (tx) => {
+    await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR UPDATE", [partner.id]);
+    const quote = await findQuote(tx, partner.id, request.quoteId, true);
+    if (!quote) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
+    const { rows: userRows } = await tx.query<{ id: string; partner_user_ref: string; kyc_status: string; kyc_tier: "NONE" | "BASIC" | "FULL"; is_pep: boolean; is_sanctioned: boolean; created_at: Date }>(
+      "SELECT id, partner_user_ref, kyc_status, kyc_tier, is_pep, is_sanctioned, created_at FROM users WHERE partner_id = $1 AND partner_user_ref = $2 FOR UPDATE",
+      [partner.id, request.partnerUserRef],
+    );
+    const quoteUser = await tx.query<{ partner_user_ref: string }>("SELECT partner_user_ref FROM users WHERE id = $1", [quote.userId]);
+    if (quoteUser.rows[0]?.partner_user_ref !== request.partnerUserRef) {
+      throw new QuoteUserMismatchError(`The quote belongs to another user than "${request.partnerUserRef}"`);
+    }
+    const user = userRows[0];
+    if (!user) throw new NotFoundError(`No user with partnerUserRef "${request.partnerUserRef}"`);
+    if (quote.usedAt !== null) throw new QuoteUsedError();
+    if (quote.expiresAt.getTime() <= Date.now()) throw new QuoteExpiredError();
+    if (user.is_sanctioned) throw new UserSanctionedError();
+
+    const now = new Date();
+    const volumes = await userVolumes(tx, user.id, now);
+    assertKycAllowsOrder({ kycStatus: user.kyc_status, kycTier: user.kyc_tier }, volumes.monthlyVolumeMxn);
+
+    const limits = effectiveLimits(partner);
+    const total = money(quote.netAmountMxn);
+    for (const [period, limit] of [["day", limits.dailyVolumeMxn], ["month", limits.monthlyVolumeMxn]] as const) {
+      if (limit === null) continue;
+      const used = money(await partnerVolumeSince(tx, partner.id, mexicoPeriodStart(period, now)));
+      if (used.plus(total).gt(limit)) {
+        throw new VolumeLimitExceededError(`The partner's ${period === "day" ? "daily" : "monthly"} volume limit of ${limit} MXN would be exceeded`);
+      }
+    }
+
+    let feeRecipientAddress: Address = zeroAddress;
+    let treasuryShareBps = 0;
+    if (quote.feeRecipient === "PARTNER") {
+      if (!partner.feeWallet) throw new ValidationError("The partner has no fee wallet configured, so a PARTNER fee cannot be paid");
+      feeRecipientAddress = getAddress(partner.feeWallet);
+      treasuryShareBps = money(limits.revenueSharePercent).times(100).toNumber();
+    }
+    const feeBps = quote.feeRecipient === "NONE" ? 0 : money(quote.feePercent).times(100).toNumber();
+
+    const { rows: walletRows } = await tx.query<{ wallet: string }>(
+      `SELECT DISTINCT w AS wallet FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL`,
+      [user.id],
+    );
+    const { rows: velocity } = await tx.query<{ n: string }>("SELECT count(*) AS n FROM orders WHERE user_id = $1 AND created_at > now() - interval '24 hours'", [user.id]);
+    const aml = assessAml({
+      totalMxn: quote.netAmountMxn,
+      ordersLast24h: Number(velocity[0]!.n),
+      monthlyVolumeWithOrderMxn: money(volumes.monthlyVolumeMxn).plus(total).toFixed(2),
+      kycTier: user.kyc_tier,
+      accountAgeMs: now.getTime() - user.created_at.getTime(),
+      isPep: user.is_pep,
+      sanctionedWallet: walletRows.some((row) => deps.sanctions.isSanctioned(row.wallet)),
+    });
+
+    if (!(await consumeQuote(tx, quote.id))) throw new QuoteUsedError();
+
+    const orderId = newId("ord");
+    const escrowOrderId = `0x${randomBytes(32).toString("hex")}` as Hex;
+    const amountRaw = usdcToRaw(quote.amountUsdc);
+    const depositDeadline = new Date(now.getTime() + deps.timing.depositTimeoutSeconds * 1000);
+    const terms: OrderTerms = {
+      orderId: escrowOrderId,
+      token: deps.chain.usdcAddress,
+      amount: amountRaw,
+      feeBps,
+      feeRecipient: feeRecipientAddress,
+      treasuryShareBps,
+      depositDeadline: BigInt(Math.floor(depositDeadline.getTime() / 1000)),
+      listingWindow: BigInt(deps.timing.listingTimeoutSeconds),
+      lockWindow: BigInt(deps.timing.lockWindowSeconds),
+    };
+    const signature = await deps.chain.signTerms(terms);
+
+    await tx.query(
+      `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
+         fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
+         deposit_signature, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, '{}', 'PENDING_DEPOSIT', $17, $21)`,
+      [
+        orderId,
+        partner.id,
+        user.id,
+        quote.id,
+        escrowOrderId,
+        quote.amountUsdc,
+        amountRaw.toString(),
+        quote.netAmountMxn,
+        quote.exchangeRate,
+        quote.feePercent,
+        quote.feeRecipient,
+        feeBps,
+        feeRecipientAddress,
+        treasuryShareBps,
+        clabe.clabe,
+        clabe.bankCode,
+        depositDeadline,
+        signature,
+        aml.score,
+        aml.level,
+        now,
+      ],
+    );
+    await tx.query("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]);
+    await startOrderActor(tx, deps.ports, { id: orderId, partnerId: partner.id, partnerUserRef: user.partner_user_ref, expiresAt: depositDeadline });
+    return orderId;
+  });
+}

@@ -1,0 +1,195 @@
+import type { Queryable } from "../db/pool.ts";
+import { NotFoundError } from "../domain/errors.ts";
+import { money, toCents, toJsonNumber } from "../domain/money.ts";
+import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
+import type { OrderStatus } from "./machine.ts";
+
+interface OrderRow {
+  id: string;
+  partner_id: string;
+  partner_user_ref: string;
+  escrow_order_id: string;
+  status: OrderStatus;
+  token: string;
+  amount_usdc: string;
+  amount_raw: string;
+  total_mxn: string;
+  exchange_rate: string;
+  fee_bps: number;
+  fee_recipient_address: string;
+  treasury_share_bps: number;
+  seller_clabe: string;
+  bank_code: string;
+  deposit_deadline: Date;
+  deposit_signature: string;
+  aml_risk_score: number;
+  aml_risk_level: "LOW" | "MEDIUM" | "HIGH";
+  expires_at: Date;
+  escrow_tx_hash: string | null;
+  seller_wallet: string | null;
+  buyer_wallet: string | null;
+  locked_at: Date | null;
+  lock_expires_at: Date | null;
+  cep_tracking_key: string | null;
+  cep_validated_at: Date | null;
+  release_tx_hash: string | null;
+  refund_tx_hash: string | null;
+  completed_at: Date | null;
+  dispute_opened_by: string | null;
+  dispute_outcome: string | null;
+  machine_snapshot: unknown;
+  version: number;
+  created_at: Date;
+}
+
+const SELECT_ORDER = "SELECT o.*, u.partner_user_ref FROM orders o JOIN users u ON u.id = o.user_id";
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+/** Seller's asking price in MXN per token unit (4 decimals, decisions section 6). */
+function pricePerUnit(row: OrderRow) {
+  return money(row.total_mxn).dividedBy(row.amount_usdc).toDecimalPlaces(4);
+}
+
+export function orderListItem(row: OrderRow) {
+  return {
+    id: row.id,
+    escrowOrderId: row.escrow_order_id,
+    status: row.status,
+    token: row.token,
+    amount: toJsonNumber(row.amount_usdc),
+    totalMxn: toJsonNumber(row.total_mxn),
+    pricePerUnit: toJsonNumber(pricePerUnit(row)),
+    fxRateUsdMxn: toJsonNumber(row.exchange_rate),
+    amlRiskLevel: row.aml_risk_level,
+    partnerUserRef: row.partner_user_ref,
+    createdAt: row.created_at.toISOString(),
+    completedAt: iso(row.completed_at),
+    expiresAt: row.expires_at.toISOString(),
+  };
+}
+
+export interface DepositInstructions {
+  chainId: number;
+  escrowAddress: string;
+  tokenAddress: string;
+}
+
+/** What the seller's wallet needs to approve the token and call `deposit` (decisions section 7). */
+function depositView(row: OrderRow, chain: DepositInstructions, lockWindowSeconds: number, listingWindowSeconds: number) {
+  return {
+    chainId: chain.chainId,
+    escrowAddress: chain.escrowAddress,
+    tokenAddress: chain.tokenAddress,
+    amountRaw: row.amount_raw,
+    deadline: row.deposit_deadline.toISOString(),
+    terms: {
+      orderId: row.escrow_order_id,
+      token: chain.tokenAddress,
+      amount: row.amount_raw,
+      feeBps: row.fee_bps,
+      feeRecipient: row.fee_recipient_address,
+      treasuryShareBps: row.treasury_share_bps,
+      depositDeadline: String(Math.floor(row.deposit_deadline.getTime() / 1000)),
+      listingWindow: String(listingWindowSeconds),
+      lockWindow: String(lockWindowSeconds),
+    },
+    signature: row.deposit_signature,
+  };
+}
+
+export interface OrderViewContext {
+  chain: DepositInstructions;
+  listingWindowSeconds: number;
+  lockWindowSeconds: number;
+}
+
+/** `POST /orders` response (spec: Order create response, plus `deposit`). */
+export function orderCreateView(row: OrderRow, context: OrderViewContext) {
+  return {
+    id: row.id,
+    escrowOrderId: row.escrow_order_id,
+    status: row.status,
+    token: row.token,
+    amountUsdc: toJsonNumber(row.amount_usdc),
+    totalMxn: toJsonNumber(row.total_mxn),
+    exchangeRate: toJsonNumber(row.exchange_rate),
+    sellerClabe: row.seller_clabe,
+    amlRiskLevel: row.aml_risk_level,
+    expiresAt: row.expires_at.toISOString(),
+    createdAt: row.created_at.toISOString(),
+    deposit: depositView(row, context.chain, context.lockWindowSeconds, context.listingWindowSeconds),
+  };
+}
+
+export interface TimelineEntry {
+  id: string;
+  event: string;
+  data: Record<string, unknown>;
+  timestamp: string;
+}
+
+/** `GET /orders/:id` response (spec: Order detail). Spread is computed here, never stored. */
+export function orderDetailView(row: OrderRow, timeline: TimelineEntry[], context: OrderViewContext) {
+  const price = pricePerUnit(row);
+  const difference = price.minus(row.exchange_rate);
+  return {
+    ...orderListItem(row),
+    amountRaw: row.amount_raw,
+    fxRateSource: "partner_quote",
+    spread: {
+      percent: toJsonNumber(difference.dividedBy(row.exchange_rate).times(100).toDecimalPlaces(4)),
+      mxn: toJsonNumber(toCents(difference.times(row.amount_usdc))),
+    },
+    escrowTxHash: row.escrow_tx_hash,
+    escrowStatus: row.escrow_tx_hash ? "CONFIRMED" : "PENDING",
+    releaseTxHash: row.release_tx_hash,
+    refundTxHash: row.refund_tx_hash,
+    sellerWallet: row.seller_wallet,
+    buyerWallet: row.buyer_wallet,
+    lockedAt: iso(row.locked_at),
+    lockExpiresAt: iso(row.lock_expires_at),
+    bankAccount: { bankName: findParticipantByClabePrefix(row.bank_code)?.name ?? row.bank_code, bankCode: row.bank_code, clabe: row.seller_clabe },
+    cepValidatedAt: iso(row.cep_validated_at),
+    cepTrackingKey: row.cep_tracking_key,
+    amlRiskScore: row.aml_risk_score,
+    dispute: row.dispute_opened_by ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome } : null,
+    timeline,
+    deposit: depositView(row, context.chain, context.lockWindowSeconds, context.listingWindowSeconds),
+  };
+}
+
+/** One order; another partner's order is indistinguishable from a missing one. `partnerId` null = any (admin). */
+export async function getOrderRow(db: Queryable, partnerId: string | null, orderId: string): Promise<OrderRow> {
+  const { rows } = await db.query<OrderRow>(`${SELECT_ORDER} WHERE o.id = $1 AND ($2::text IS NULL OR o.partner_id = $2)`, [orderId, partnerId]);
+  if (!rows[0]) throw new NotFoundError(`No order ${orderId}`);
+  return rows[0];
+}
+
+export async function orderTimeline(db: Queryable, orderId: string): Promise<TimelineEntry[]> {
+  const { rows } = await db.query<{ id: string; event: string; data: Record<string, unknown>; created_at: Date }>(
+    "SELECT id, event, data, created_at FROM order_timeline WHERE order_id = $1 ORDER BY seq",
+    [orderId],
+  );
+  return rows.map((row) => ({ id: row.id, event: row.event, data: row.data, timestamp: row.created_at.toISOString() }));
+}
+
+export interface OrderFilters {
+  partnerId: string | null;
+  status?: OrderStatus;
+  partnerUserRef?: string;
+  limit: number;
+  offset: number;
+}
+
+/** Newest first (`createdAt` desc, then `id` desc), decisions section 6. */
+export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderRow[]; total: number }> {
+  const where = ["($1::text IS NULL OR o.partner_id = $1)", "($2::text IS NULL OR o.status = $2)", "($3::text IS NULL OR u.partner_user_ref = $3)"];
+  const values = [filters.partnerId, filters.status ?? null, filters.partnerUserRef ?? null];
+  const [{ rows }, count] = await Promise.all([
+    db.query<OrderRow>(`${SELECT_ORDER} WHERE ${where.join(" AND ")} ORDER BY o.created_at DESC, o.id DESC LIMIT $4 OFFSET $5`, [...values, filters.limit, filters.offset]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id WHERE ${where.join(" AND ")}`, values),
+  ]);
+  return { rows, total: Number(count.rows[0]!.n) };
+}
+
+export type { OrderRow };

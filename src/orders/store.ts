@@ -1,0 +1,158 @@
+import { initialTransition, transition } from "xstate";
+import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
+import { withTransaction } from "../db/pool.ts";
+import { newId } from "../domain/ids.ts";
+import { orderMachine, type ChainAction, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
+
+/**
+ * What a transition's effects need from the outside, implemented by the jobs and webhooks layers and
+ * called inside the transition's transaction (so an effect exists if and only if the transition does).
+ */
+export interface OrderEffectPorts {
+  notify(tx: Queryable, event: { partnerId: string; orderId: string; partnerUserRef: string; eventType: EventType; status: OrderStatus; data: Record<string, unknown> }): Promise<void>;
+  startTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
+  sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string }): Promise<void>;
+  verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;
+}
+
+export interface AppliedTransition {
+  orderId: string;
+  changed: boolean;
+  status: OrderStatus;
+  version: number;
+}
+
+interface ActorRow {
+  id: string;
+  partner_id: string;
+  partner_user_ref: string;
+  machine_snapshot: { value: OrderStatus; context: OrderContext };
+  version: number;
+}
+
+const CONTEXT_COLUMNS: [keyof OrderContext, string][] = [
+  ["expiresAt", "expires_at"],
+  ["escrowTxHash", "escrow_tx_hash"],
+  ["sellerWallet", "seller_wallet"],
+  ["buyerWallet", "buyer_wallet"],
+  ["lockedAt", "locked_at"],
+  ["lockExpiresAt", "lock_expires_at"],
+  ["cepTrackingKey", "cep_tracking_key"],
+  ["cepHash", "cep_hash"],
+  ["cepValidatedAt", "cep_validated_at"],
+  ["releaseTxHash", "release_tx_hash"],
+  ["refundTxHash", "refund_tx_hash"],
+  ["completedAt", "completed_at"],
+  ["disputeOpenedBy", "dispute_opened_by"],
+  ["disputeOutcome", "dispute_outcome"],
+];
+
+async function performEffects(
+  tx: PoolClient,
+  ports: OrderEffectPorts,
+  order: { id: string; partnerId: string; partnerUserRef: string; status: OrderStatus; version: number },
+  effects: OrderEffect[],
+): Promise<void> {
+  for (const effect of effects) {
+    switch (effect.type) {
+      case "timeline":
+        await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
+          newId("evt"),
+          order.id,
+          effect.params.event,
+          JSON.stringify(effect.params.data),
+        ]);
+        break;
+      case "notify":
+        await ports.notify(tx, {
+          partnerId: order.partnerId,
+          orderId: order.id,
+          partnerUserRef: order.partnerUserRef,
+          eventType: effect.params.eventType,
+          status: order.status,
+          data: effect.params.data,
+        });
+        break;
+      case "startTimer":
+        await ports.startTimer(tx, { orderId: order.id, timer: effect.params.timer, dueAt: effect.params.dueAt });
+        break;
+      case "sendTransaction":
+        // One request per order version: a re-delivered job or event cannot ask for a second transaction.
+        await ports.sendTransaction(tx, { orderId: order.id, action: effect.params.action, requestKey: `${order.id}:${effect.params.action}:${order.version}` });
+        break;
+      case "verifyPayment":
+        await ports.verifyPayment(tx, { orderId: order.id, ...effect.params });
+        break;
+    }
+  }
+}
+
+function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] {
+  return actions.filter((action) => !action.type.startsWith("xstate.")) as OrderEffect[];
+}
+
+/**
+ * Creates the order's actor inside the caller's transaction (the order row must already hold its
+ * immutable columns): the initial snapshot, the CREATED timeline entry, `order.created` and the
+ * deposit timer are written together.
+ */
+export async function startOrderActor(
+  tx: PoolClient,
+  ports: OrderEffectPorts,
+  order: { id: string; partnerId: string; partnerUserRef: string; expiresAt: Date },
+): Promise<void> {
+  const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
+  const status = snapshot.value as OrderStatus;
+  await tx.query("UPDATE orders SET machine_snapshot = $2, status = $3 WHERE id = $1", [
+    order.id,
+    JSON.stringify({ value: status, context: snapshot.context }),
+    status,
+  ]);
+  await performEffects(tx, ports, { ...order, status, version: 1 }, effectsOf(actions));
+}
+
+/**
+ * Applies one event to one order: the row is locked (so no two instances apply events to one order at
+ * once), the snapshot restored, the machine consulted, and the new snapshot, its version and every
+ * effect written in one transaction. `chainEventId` makes an on-chain event apply at most once.
+ */
+export async function applyOrderEvent(
+  pool: Pool,
+  ports: OrderEffectPorts,
+  orderId: string,
+  event: OrderEvent,
+  options: { chainEventId?: string; tx?: PoolClient } = {},
+): Promise<AppliedTransition> {
+  const run = async (tx: PoolClient): Promise<AppliedTransition> => {
+    const { rows } = await tx.query<ActorRow>(
+      `SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version
+         FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR UPDATE OF o`,
+      [orderId],
+    );
+    const row = rows[0];
+    if (!row) throw new Error(`order ${orderId} does not exist`);
+    const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version };
+    if (options.chainEventId !== undefined) {
+      const fresh = await tx.query("INSERT INTO applied_chain_events (event_id, order_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [options.chainEventId, orderId]);
+      if (fresh.rowCount === 0) return unchanged;
+    }
+    const current = orderMachine.resolveState(row.machine_snapshot);
+    const [next, actions] = transition(orderMachine, current, event);
+    const effects = effectsOf(actions);
+    if (next.value === current.value && effects.length === 0 && next.context === current.context) return unchanged;
+
+    const status = next.value as OrderStatus;
+    const version = row.version + 1;
+    const values: unknown[] = [orderId, row.version, JSON.stringify({ value: status, context: next.context }), status];
+    const sets = ["machine_snapshot = $3", "status = $4", "version = version + 1", "updated_at = now()"];
+    for (const [field, column] of CONTEXT_COLUMNS) {
+      values.push(next.context[field]);
+      sets.push(`${column} = $${values.length}`);
+    }
+    const updated = await tx.query(`UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2`, values);
+    if (updated.rowCount !== 1) throw new Error(`order ${orderId} changed under its lock`);
+    await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
+    return { orderId, changed: true, status, version };
+  };
+  return options.tx ? run(options.tx) : withTransaction(pool, run);
+}

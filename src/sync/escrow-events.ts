@@ -1,0 +1,165 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { eventTable, readIndexerHead } from "../chain/indexer-process.ts";
+import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
+import type { Pool, PoolClient } from "../db/pool.ts";
+import { withTransaction } from "../db/pool.ts";
+import type { Logger } from "../logger.ts";
+import type { DisputeOutcome, OrderEvent, RefundReason } from "../orders/machine.ts";
+import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
+
+export interface EscrowEventRow {
+  id: string;
+  block_number: string;
+  block_hash: string;
+  block_timestamp: string;
+  transaction_hash: string;
+  log_index: number;
+  event_name: string;
+  order_id: string | null;
+  args: Record<string, string | boolean>;
+}
+
+const unixToIso = (seconds: string | boolean | undefined) => new Date(Number(seconds) * 1000).toISOString();
+const nameOf = <T extends Record<string, number>>(table: T, value: unknown) =>
+  (Object.keys(table) as (keyof T & string)[]).find((key) => String(table[key]) === String(value));
+
+/** An indexed escrow log as the order machine's event; undefined for events no order reacts to. */
+export function toOrderEvent(row: EscrowEventRow): OrderEvent | undefined {
+  const at = unixToIso(row.block_timestamp);
+  const txHash = row.transaction_hash;
+  const args = row.args;
+  switch (row.event_name) {
+    case "Deposited":
+      return { type: "DEPOSIT_CONFIRMED", txHash, seller: String(args.seller), listingExpiresAt: unixToIso(args.listingExpiresAt), at };
+    case "Locked":
+      return { type: "LOCKED", txHash, buyer: String(args.buyer), lockExpiresAt: unixToIso(args.lockExpiresAt), at };
+    case "Released":
+      return { type: "RELEASED", txHash, at };
+    case "Refunded":
+      return { type: "REFUNDED", txHash, reason: nameOf(refundReason, args.reason) as RefundReason, at };
+    case "DisputeOpened":
+      return { type: "DISPUTE_OPENED", txHash, openedBy: String(args.openedBy), byBuyer: args.byBuyer === true || args.byBuyer === "true", at };
+    case "DisputeResolved": {
+      const outcome = nameOf(disputeOutcome, args.outcome) as DisputeOutcome;
+      const newLock = args.newLockExpiresAt !== undefined && String(args.newLockExpiresAt) !== "0" ? unixToIso(args.newLockExpiresAt) : null;
+      return { type: "DISPUTE_RESOLVED", txHash, outcome, newLockExpiresAt: newLock, at };
+    }
+    default:
+      return undefined;
+  }
+}
+
+export interface EscrowEventConsumerOptions {
+  pool: Pool;
+  ports: OrderEffectPorts;
+  logger: Logger;
+  /** The indexer's PostgreSQL schema (Ponder `--schema`). */
+  indexerSchema: string;
+  /** Events are applied only once this many blocks sit on top of theirs (held until final). */
+  confirmations: number;
+  pollIntervalMs?: number;
+  batchSize?: number;
+}
+
+const CONSUMER_LOCK = "escrow-event-consumer";
+
+/**
+ * Feeds the indexer's escrow events to the order actors in chain order (block number, log index),
+ * from a cursor persisted per indexer schema. Each event is applied and the cursor advanced in one
+ * transaction, and `applied_chain_events` makes a replayed event change nothing. Reorganisations: an
+ * event is applied only when `confirmations` blocks are indexed on top of it; until then Ponder may
+ * still delete it (orphaned block) and it is simply never seen. One instance consumes at a time
+ * (session advisory lock); the others stand by.
+ */
+export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
+  const { pool, ports, logger, indexerSchema, confirmations } = options;
+  const table = eventTable(indexerSchema);
+  const pollMs = options.pollIntervalMs ?? 250;
+  const batchSize = options.batchSize ?? 200;
+  let running = false;
+  let loop: Promise<void> | undefined;
+  const wake = new AbortController();
+
+  async function cursor(db: Pick<Pool, "query">): Promise<[string, number]> {
+    const { rows } = await db.query<{ block_number: string; log_index: number }>("SELECT block_number, log_index FROM chain_cursor WHERE name = $1", [indexerSchema]);
+    return rows[0] ? [rows[0].block_number, rows[0].log_index] : ["-1", -1];
+  }
+
+  async function applyRow(tx: PoolClient, row: EscrowEventRow): Promise<void> {
+    const event = toOrderEvent(row);
+    if (event && row.order_id) {
+      const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
+      const orderId = rows[0]?.id;
+      if (orderId) {
+        const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId: row.id, tx });
+        logger.info({ orderId, chainEvent: row.event_name, block: row.block_number, changed: result.changed, status: result.status }, "escrow event applied");
+      } else {
+        logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
+      }
+    }
+    await tx.query(
+      `INSERT INTO chain_cursor (name, block_number, log_index) VALUES ($1, $2, $3)
+       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, updated_at = now()`,
+      [indexerSchema, row.block_number, row.log_index],
+    );
+  }
+
+  /** Applies the next batch of final-enough events; returns how many were consumed. */
+  async function pollOnce(): Promise<number> {
+    const head = await readIndexerHead(pool, indexerSchema);
+    if (!head) return 0;
+    const safeBlock = (head.latestBlock - BigInt(confirmations)).toString();
+    const [block, logIndex] = await cursor(pool);
+    const { rows } = await pool
+      .query<EscrowEventRow>(
+        `SELECT id, block_number, block_hash, block_timestamp, transaction_hash, log_index, event_name, order_id, args FROM ${table}
+          WHERE (block_number, log_index) > ($1::bigint, $2::int) AND block_number <= $3 ORDER BY block_number, log_index LIMIT $4`,
+        [block, logIndex, safeBlock, batchSize],
+      )
+      .catch((error: { code?: string }) => {
+        if (error.code === "42P01") return { rows: [] as EscrowEventRow[] }; // the indexer has not created its tables yet
+        throw error;
+      });
+    for (const row of rows) await withTransaction(pool, (tx) => applyRow(tx, row));
+    return rows.length;
+  }
+
+  async function run(): Promise<void> {
+    const lockClient = await pool.connect();
+    try {
+      while (running) {
+        const { rows } = await lockClient.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [CONSUMER_LOCK]);
+        if (rows[0]!.locked) break;
+        await sleep(2_000, undefined, { signal: wake.signal }).catch(() => undefined);
+      }
+      while (running) {
+        try {
+          const consumed = await pollOnce();
+          if (consumed > 0) continue;
+        } catch (error) {
+          logger.error({ err: error }, "escrow event consumer failed; retrying");
+        }
+        await sleep(pollMs, undefined, { signal: wake.signal }).catch(() => undefined);
+      }
+    } finally {
+      await lockClient.query("SELECT pg_advisory_unlock_all()").catch(() => undefined);
+      lockClient.release();
+    }
+  }
+
+  return {
+    pollOnce,
+    start() {
+      if (running) return;
+      running = true;
+      loop = run();
+    },
+    async stop() {
+      running = false;
+      wake.abort();
+      await loop;
+    },
+  };
+}
+
+export type EscrowEventConsumer = ReturnType<typeof createEscrowEventConsumer>;

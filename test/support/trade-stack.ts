@@ -1,0 +1,136 @@
+import { existsSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment } from "../../src/chain/deploy.ts";
+import { startIndexer, type Indexer } from "../../src/chain/indexer-process.ts";
+import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
+import { withCheckDigit } from "../../src/domain/clabe.ts";
+import { createTestDatabase } from "./database.ts";
+import { startTestService, type TestService } from "./service.ts";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TradeStack {
+  chain: LocalChain;
+  deployment: Deployment;
+  indexer: Indexer;
+  indexerSchema: string;
+  service: TestService;
+  /** A partner with its credentials, created through the admin API. */
+  partner: { id: string; apiKey: string; webhookSecret: string };
+  close(): Promise<void>;
+}
+
+/**
+ * The real thing for trade tests: a Hardhat node with the escrow deployed, Ponder indexing it into the
+ * test database, and the service consuming Ponder's events. `env` sets the service's configuration.
+ */
+export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}): Promise<TradeStack> {
+  if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
+  const chain = await startLocalChain({ port: 0 });
+  const deployment = await deployContracts({
+    rpcUrl: chain.rpcUrl,
+    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+    serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
+    arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
+    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+  });
+  const database = await createTestDatabase();
+  const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+  const indexer = await startIndexer({
+    databaseUrl: database.url,
+    schema: indexerSchema,
+    rpcUrl: chain.rpcUrl,
+    chainId: deployment.chainId,
+    escrowAddress: deployment.escrowAddress,
+    startBlock: deployment.deploymentBlock,
+    port: await freePort(),
+    logLevel: "warn",
+  });
+  const service = await startTestService(env, {
+    databaseUrl: database.url,
+    indexerSchema,
+    chain: {
+      rpcUrl: chain.rpcUrl,
+      chainId: deployment.chainId,
+      escrowAddress: deployment.escrowAddress,
+      usdcAddress: deployment.usdcAddress,
+      servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
+      arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
+    },
+  });
+  const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
+  return {
+    chain,
+    deployment,
+    indexer,
+    indexerSchema,
+    service,
+    partner,
+    async close() {
+      await service.close();
+      await indexer.stop();
+      await chain.stop();
+      await database.drop();
+    },
+  };
+}
+
+/** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** A valid CLABE at BBVA (prefix 012) for test sellers. */
+export const SELLER_CLABE = withCheckDigit("01218000118359719");
+
+/** Registers a user, quotes and orders: returns the order's create response. */
+export async function placeOrder(
+  stack: Pick<TradeStack, "service" | "partner">,
+  options: { ref?: string; amountUsdc?: number; feePercent?: number; feeRecipient?: string } = {},
+): Promise<Record<string, unknown> & { id: string; escrowOrderId: string; status: string }> {
+  const { service, partner } = stack;
+  const ref = options.ref ?? `user-${Math.random().toString(36).slice(2, 10)}`;
+  const user = await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: ref } });
+  if (user.status !== 201 && user.status !== 409) throw new Error(`user: ${JSON.stringify(user.body)}`);
+  const quote = await service.api<{ id: string }>("POST", "/quotes", {
+    key: partner.apiKey,
+    body: {
+      type: "SELL",
+      amountUsdc: options.amountUsdc ?? 100,
+      partnerUserRef: ref,
+      ...(options.feePercent !== undefined ? { feePercent: options.feePercent, feeRecipient: options.feeRecipient ?? "USER" } : {}),
+    },
+  });
+  if (quote.status !== 201) throw new Error(`quote: ${JSON.stringify(quote.body)}`);
+  const order = await service.api<Record<string, unknown> & { id: string; escrowOrderId: string; status: string }>("POST", "/orders", {
+    key: partner.apiKey,
+    body: { quoteId: quote.body.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE },
+  });
+  if (order.status !== 201) throw new Error(`order: ${JSON.stringify(order.body)}`);
+  return order.body;
+}
+
+/** Waits until GET /orders/:id shows `status`; returns the detail. */
+export async function waitForStatus(stack: Pick<TradeStack, "service" | "partner">, orderId: string, status: string, timeoutMs = 20_000) {
+  return waitFor(`order ${orderId} to be ${status}`, async () => {
+    const detail = await stack.service.api<Record<string, unknown> & { status: string; timeline: { event: string }[] }>("GET", `/orders/${orderId}`, { key: stack.partner.apiKey });
+    return detail.body.status === status ? detail.body : undefined;
+  }, timeoutMs);
+}

@@ -1,0 +1,101 @@
+// Ponder configuration of the escrow indexer (loaded by Ponder's vite-node through the one-line shim
+// indexer/ponder.config.ts; `ponder start --root indexer`). Every setting comes from the environment,
+// which src/chain/indexer-process.ts passes explicitly:
+//
+//   DATABASE_URL         PostgreSQL connection string (required: the service reads the tables)
+//   RPC_URL              JSON-RPC endpoint of the chain (default http://127.0.0.1:8545)
+//   CHAIN_ID             chain id (default 31337, the local Hardhat node)
+//   ESCROW_ADDRESS       escrow contract address, with ESCROW_START_BLOCK (its deployment block) ...
+//   ESCROW_START_BLOCK
+//   DEPLOYMENT_FILE      ... or the deployment JSON written by src/chain/deploy.ts
+//   PONDER_POLLING_INTERVAL_MS  realtime polling (default 250 ms on 31337, else 1000 ms)
+//   PONDER_DB_POOL_MAX   PostgreSQL connections Ponder may open (default 12)
+//
+// On the local chain the RPC cache (ponder_sync) is disabled: a Hardhat node keeps its chain in memory,
+// so a restarted node reuses chain id 31337 for a different chain and cached blocks would be wrong.
+import { readFileSync } from "node:fs";
+import { createConfig } from "ponder";
+import { getAddress, isAddress } from "viem";
+import { escrowAbi } from "./src/chain/escrow-abi.ts";
+
+const LOCAL_CHAIN_ID = 31337;
+
+function fail(message: string): never {
+  throw new Error(`indexer configuration: ${message}`);
+}
+
+function integerEnv(name: string, fallback?: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") {
+    if (fallback === undefined) fail(`${name} is required`);
+    return fallback;
+  }
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) fail(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+function escrowLocation(chainId: number): { address: `0x${string}`; startBlock: number } {
+  const address = process.env.ESCROW_ADDRESS;
+  if (address !== undefined && address !== "") {
+    if (!isAddress(address, { strict: false })) fail(`ESCROW_ADDRESS is not an address: "${address}"`);
+    return { address: getAddress(address), startBlock: integerEnv("ESCROW_START_BLOCK") };
+  }
+  const file = process.env.DEPLOYMENT_FILE;
+  if (file === undefined || file === "") fail("set ESCROW_ADDRESS and ESCROW_START_BLOCK, or DEPLOYMENT_FILE");
+  let deployment: { chainId?: unknown; escrowAddress?: unknown; deploymentBlock?: unknown };
+  try {
+    deployment = JSON.parse(readFileSync(file, "utf8")) as typeof deployment;
+  } catch (error) {
+    fail(`cannot read DEPLOYMENT_FILE ${file}: ${(error as Error).message}`);
+  }
+  const { escrowAddress, deploymentBlock } = deployment;
+  if (typeof escrowAddress !== "string" || !isAddress(escrowAddress, { strict: false })) {
+    fail(`${file} has no valid escrowAddress`);
+  }
+  if (typeof deploymentBlock !== "number" || !Number.isSafeInteger(deploymentBlock) || deploymentBlock < 0) {
+    fail(`${file} has no valid deploymentBlock`);
+  }
+  if (deployment.chainId !== chainId) fail(`${file} is for chain ${String(deployment.chainId)}, CHAIN_ID is ${chainId}`);
+  return { address: getAddress(escrowAddress), startBlock: deploymentBlock };
+}
+
+const databaseUrl = process.env.DATABASE_URL;
+if (databaseUrl === undefined || databaseUrl === "") fail("DATABASE_URL is required");
+const chainId = integerEnv("CHAIN_ID", LOCAL_CHAIN_ID);
+const isLocal = chainId === LOCAL_CHAIN_ID;
+const escrow = escrowLocation(chainId);
+
+export default createConfig({
+  database: {
+    kind: "postgres",
+    connectionString: databaseUrl,
+    poolConfig: { max: integerEnv("PONDER_DB_POOL_MAX", 12) },
+  },
+  chains: {
+    offramp: {
+      id: chainId,
+      rpc: process.env.RPC_URL || "http://127.0.0.1:8545",
+      pollingInterval: integerEnv("PONDER_POLLING_INTERVAL_MS", isLocal ? 250 : 1_000),
+      disableCache: isLocal,
+    },
+  },
+  contracts: {
+    OfframpEscrow: {
+      chain: "offramp",
+      abi: escrowAbi,
+      address: escrow.address,
+      startBlock: escrow.startBlock,
+    },
+  },
+  // Every block from the chain head at start-up on: moves indexer_head in the same transaction as the
+  // block's events, so a consumer knows up to which block escrow_event is complete (see
+  // indexer/ponder.schema.ts). "latest" keeps the backfill from visiting every historical block.
+  blocks: {
+    IndexerHead: {
+      chain: "offramp",
+      startBlock: "latest",
+      interval: 1,
+    },
+  },
+});

@@ -1,0 +1,454 @@
+// Runs the Ponder indexer (indexer/, config ../ponder.config.ts) as a child process: `ponder start
+// --root indexer --schema <schema>`, with every setting passed in the environment, and waits until it
+// answers ready on /ready. Checked against ponder 0.17.7 (its sources are in node_modules/ponder/src).
+//
+// What Ponder creates in PostgreSQL:
+// - In the schema given with --schema, the tables themselves (no views; views only appear with
+//   --views-schema, which is not used), columns in snake_case:
+//     escrow_event: id text PK ('<chain id>-<block number>-<log index>'), chain_id integer,
+//       block_number bigint, block_hash text, block_timestamp bigint (unix s), transaction_hash text,
+//       transaction_index integer, log_index integer, address text, event_name text,
+//       order_id text NULL (bytes32), args jsonb (decoded args by name; integers above 48 bits as
+//       decimal strings, smaller ones (uint8/uint16) as JSON numbers). Every hex value, addresses
+//       included, is lower-case. Indexes on (block_number, log_index) and (order_id) are created once
+//       the backfill is done.
+//     escrow_order, reputation: the admin API's views (indexer/ponder.schema.ts).
+//     indexer_head: chain_id integer PK, block_number bigint, block_hash text, block_timestamp bigint.
+// - Ponder's own objects in the same schema: _ponder_meta (key 'app': build_id, is_locked, is_ready,
+//   heartbeat_at), _ponder_checkpoint (chain_name, chain_id, latest/safe/finalized_checkpoint as
+//   75-digit strings, decodeCheckpoint below), the _reorg__<table> journals, the operation_id sequence
+//   and live-query functions. The RPC cache is the shared ponder_sync schema (off on chain 31337).
+//
+// How changes appear to a reader:
+// - Realtime blocks are indexed one block per transaction: its escrow_event rows, escrow_order and
+//   reputation changes and indexer_head move together.
+// - Reorg: in one transaction Ponder reverts every write of the orphaned blocks from its journals:
+//   their escrow_event rows are DELETED (never updated), escrow_order / reputation rows get their
+//   earlier values back, indexer_head returns to the common ancestor. The new branch's blocks are then
+//   indexed as new rows (an id may come back with another block_hash and content).
+// - Every start on an existing schema (clean restart included) first reverts, in one transaction,
+//   everything above the finalized block, then re-indexes it: rows of unfinalized blocks vanish and
+//   come back identical. indexer_head is reverted with them; _ponder_checkpoint.latest_checkpoint and
+//   /status are not, so they must not be used to judge whether a row is missing (see readIndexerHead).
+// - Final: blocks at or below finalized_checkpoint (head minus 30 blocks on chains Ponder has no
+//   figure for, 31337 included) never change again.
+// - Locking: a Ponder process holds the schema (heartbeat every 10 s). After a clean stop (SIGINT)
+//   the next start proceeds at once; after SIGKILL it waits until the heartbeat is 25 s old.
+// - Ponder refuses a schema written by a different build (config contracts, schema or handler files
+//   changed): use a new schema per build and deployment, e.g. indexerSchemaName().
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createWriteStream, readFileSync, readdirSync } from "node:fs";
+import type { WriteStream } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Address, Hex } from "viem";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
+export const indexerRoot = path.join(repoRoot, "indexer");
+
+/** The table names Ponder creates in the indexer's schema. */
+export const INDEXER_TABLES = {
+  event: "escrow_event",
+  order: "escrow_order",
+  reputation: "reputation",
+  head: "indexer_head",
+  checkpoint: "_ponder_checkpoint",
+  meta: "_ponder_meta",
+} as const;
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,44}$/;
+
+function checkSchema(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new Error(`indexer schema must match ${SCHEMA_NAME.source} (Ponder's limit is 45 characters): "${schema}"`);
+  }
+  return schema;
+}
+
+/** Qualified name of an indexer table, e.g. qualifiedTable("ponder_offramp", "escrow_order"). */
+export function qualifiedTable(schema: string, table: string): string {
+  return `"${checkSchema(schema)}"."${table}"`;
+}
+
+/**
+ * The SQL name the consumer reads escrow events from, e.g. `"ponder_offramp"."escrow_event"`:
+ *   SELECT ... FROM <eventTable(schema)> WHERE (block_number, log_index) > ($1, $2)
+ *   ORDER BY block_number, log_index
+ */
+export function eventTable(schema: string): string {
+  return qualifiedTable(schema, INDEXER_TABLES.event);
+}
+
+/** `"<schema>"."_ponder_checkpoint"`: how far Ponder has indexed (see readIndexerHead). */
+export function checkpointTable(schema: string): string {
+  return qualifiedTable(schema, INDEXER_TABLES.checkpoint);
+}
+
+export interface PonderCheckpoint {
+  blockTimestamp: bigint;
+  chainId: bigint;
+  blockNumber: bigint;
+  transactionIndex: bigint;
+  eventType: number;
+  eventIndex: bigint;
+}
+
+/** Decodes Ponder's 75-digit checkpoint string (timestamp 10, chain 16, block 16, tx 16, type 1, index 16). */
+export function decodeCheckpoint(checkpoint: string): PonderCheckpoint {
+  if (!/^\d{75}$/.test(checkpoint)) throw new Error(`not a Ponder checkpoint: "${checkpoint}"`);
+  return {
+    blockTimestamp: BigInt(checkpoint.slice(0, 10)),
+    chainId: BigInt(checkpoint.slice(10, 26)),
+    blockNumber: BigInt(checkpoint.slice(26, 42)),
+    transactionIndex: BigInt(checkpoint.slice(42, 58)),
+    eventType: Number(checkpoint.slice(58, 59)),
+    eventIndex: BigInt(checkpoint.slice(59, 75)),
+  };
+}
+
+export interface IndexerHead {
+  chainId: number;
+  /**
+   * indexer_head: the last block indexed. In the same snapshot, escrow_event rows with block_number at
+   * or below it are exactly the chain's escrow events up to it; rows above it may still be missing.
+   */
+  blockNumber: bigint;
+  blockHash: Hex;
+  blockTimestamp: bigint;
+  /** Ponder's finalized block: rows at or below it never change again. */
+  finalizedBlock: bigint;
+}
+
+/** Anything with pg's query method (pg.Pool, pg.Client, a pool client). */
+export interface Queryable {
+  query(sql: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+}
+
+/**
+ * Reads indexer_head and Ponder's finalized block; undefined before the first block after start-up
+ * has been indexed (or before the schema exists). Read it in the same snapshot as the events (one
+ * REPEATABLE READ transaction, or a join), never from Ponder's `/status` or latest_checkpoint: a
+ * restart deletes the unfinalized rows without lowering those, while indexer_head goes back with them.
+ */
+export async function readIndexerHead(db: Queryable, schema: string): Promise<IndexerHead | undefined> {
+  let rows: Record<string, unknown>[];
+  try {
+    ({ rows } = await db.query(
+      `SELECT h.chain_id, h.block_number, h.block_hash, h.block_timestamp, c.finalized_checkpoint
+         FROM ${qualifiedTable(schema, INDEXER_TABLES.head)} h
+         LEFT JOIN ${checkpointTable(schema)} c ON c.chain_id = h.chain_id
+        ORDER BY h.chain_id LIMIT 1`,
+    ));
+  } catch (error) {
+    if ((error as { code?: string }).code === "42P01") return undefined; // undefined_table
+    throw error;
+  }
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return {
+    chainId: Number(row.chain_id),
+    blockNumber: BigInt(String(row.block_number)),
+    blockHash: String(row.block_hash) as Hex,
+    blockTimestamp: BigInt(String(row.block_timestamp)),
+    finalizedBlock:
+      typeof row.finalized_checkpoint === "string" ? decodeCheckpoint(row.finalized_checkpoint).blockNumber : 0n,
+  };
+}
+
+/**
+ * A schema name for one indexed deployment: `<prefix>_<12 hex>` hashing the indexer's code (config,
+ * schema, handlers, ABI), the chain, the escrow address, its start block and that block's hash.
+ * Ponder refuses to reuse a schema written by a different build ("previously used by a different
+ * Ponder app"), and a restarted local Hardhat node brings a new chain with the same id, address and
+ * start block (its block hashes differ), whose rows must not mix with the old chain's. The consumer's
+ * cursor is (block_number, log_index), so it stays valid when the schema changes.
+ */
+export async function indexerSchemaName(options: {
+  rpcUrl: string;
+  chainId: number;
+  escrowAddress: Address;
+  startBlock: number;
+  prefix?: string;
+}): Promise<string> {
+  const response = await fetch(options.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "eth_getBlockByNumber",
+      params: [`0x${options.startBlock.toString(16)}`, false],
+    }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = (await response.json()) as { result?: { hash?: string } | null };
+  const blockHash = body.result?.hash;
+  if (typeof blockHash !== "string") throw new Error(`block ${options.startBlock} not found at ${options.rpcUrl}`);
+  const hash = createHash("sha256");
+  for (const file of indexerCodeFiles()) hash.update(readFileSync(file));
+  hash.update(`${options.chainId}:${options.escrowAddress.toLowerCase()}:${options.startBlock}:${blockHash.toLowerCase()}`);
+  return checkSchema(`${options.prefix ?? "ponder"}_${hash.digest("hex").slice(0, 12)}`);
+}
+
+function indexerCodeFiles(): string[] {
+  const files = [
+    path.join(repoRoot, "ponder.config.ts"),
+    path.join(indexerRoot, "ponder.schema.ts"),
+    path.join(repoRoot, "src/chain/escrow-abi.ts"),
+  ];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/\.(ts|js|mts|mjs)$/.test(entry.name)) files.push(full);
+    }
+  };
+  walk(path.join(indexerRoot, "src"));
+  return files;
+}
+
+/** Pino-compatible: a pino Logger fits. */
+export interface IndexerLogger {
+  debug(object: object, message?: string): void;
+  info(object: object, message?: string): void;
+  warn(object: object, message?: string): void;
+  error(object: object, message?: string): void;
+}
+
+export interface IndexerOptions {
+  /** PostgreSQL the indexer writes to (the service's database). */
+  databaseUrl: string;
+  /** Schema of the indexer's tables (created if missing; at most 45 characters). */
+  schema: string;
+  rpcUrl: string;
+  chainId: number;
+  escrowAddress: Address;
+  /** The escrow's deployment block. */
+  startBlock: number;
+  /** HTTP port of Ponder (/health, /ready, /status, /metrics, /graphql). */
+  port: number;
+  /** Listen address; default 127.0.0.1. */
+  hostname?: string;
+  /** Receives Ponder's log records (its JSON log lines); per-block messages go to debug. */
+  logger?: IndexerLogger;
+  /** Appends Ponder's raw output to this file. */
+  logFile?: string;
+  /** Ponder's own log level; default "info". */
+  logLevel?: "error" | "warn" | "info" | "debug" | "trace";
+  /** Realtime polling interval; default 250 ms on chain 31337, else 1000 ms (ponder.config.ts). */
+  pollingIntervalMs?: number;
+  /** PostgreSQL connections Ponder may open; default 12. */
+  poolMax?: number;
+  /**
+   * How long to wait for /ready; default 90 s. After an unclean stop Ponder waits for the previous
+   * process's lock to expire (up to 25 s) before it starts.
+   */
+  readyTimeoutMs?: number;
+  /** How long stop() waits after SIGINT before SIGKILL; default 10 s (Ponder allows itself 5 s). */
+  stopTimeoutMs?: number;
+}
+
+export interface Indexer {
+  /** Base URL of Ponder's HTTP server, e.g. http://127.0.0.1:42069. */
+  url: string;
+  schema: string;
+  process: ChildProcess;
+  /** Resolves when the process exits (also on a crash: Ponder exits 75 on errors a restart may fix). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGINT (see stop() in startIndexer), then SIGKILL after stopTimeoutMs; resolves once the process has exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Preloaded into the Ponder process: when its parent (this process) dies, even by SIGKILL, the child is
+ * re-parented; it then sends itself SIGINT so Ponder shuts down cleanly and unlocks its schema instead
+ * of indexing on as an orphan that keeps the schema locked against the next start.
+ */
+const ORPHAN_WATCHDOG =
+  "data:text/javascript,const parent=process.ppid;setInterval(()=>{if(process.ppid!==parent)process.kill(process.pid,'SIGINT')},1000).unref();";
+
+/** Per-block messages that would flood the service's log at info level. */
+const CHATTY = new Set(["Indexed block", "Finalized block", "Synced block", "Fetched block"]);
+
+/** Starts `ponder start` for the escrow and resolves once it answers 200 on /ready. */
+export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
+  const schema = checkSchema(options.schema);
+  const hostname = options.hostname ?? "127.0.0.1";
+  const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TZ: "UTC",
+    NODE_ENV: "production",
+    FORCE_COLOR: "0",
+    NO_COLOR: "1",
+    DATABASE_URL: options.databaseUrl,
+    RPC_URL: options.rpcUrl,
+    CHAIN_ID: String(options.chainId),
+    ESCROW_ADDRESS: options.escrowAddress,
+    ESCROW_START_BLOCK: String(options.startBlock),
+    // Ponder's PORT env var wins over --port (and an .env.local would not override it).
+    PORT: String(options.port),
+    ...(options.pollingIntervalMs === undefined ? {} : { PONDER_POLLING_INTERVAL_MS: String(options.pollingIntervalMs) }),
+    ...(options.poolMax === undefined ? {} : { PONDER_DB_POOL_MAX: String(options.poolMax) }),
+  };
+  const args = [
+    "--no-deprecation",
+    "--import",
+    ORPHAN_WATCHDOG,
+    ponderBin,
+    "start",
+    "--root",
+    indexerRoot,
+    "--schema",
+    schema,
+    "--port",
+    String(options.port),
+    "--hostname",
+    hostname,
+    "--log-format",
+    "json",
+    "--log-level",
+    options.logLevel ?? "info",
+  ];
+  // process.execPath: the pinned Node 24 (the bin's `#!/usr/bin/env node` could find an older one).
+  // --no-deprecation: Ponder's pg usage prints a DeprecationWarning we can do nothing about.
+  const child = spawn(process.execPath, args, { cwd: indexerRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+  if (child.pid === undefined) throw new Error("could not spawn ponder");
+
+  let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => {
+      exitInfo = { code, signal };
+      resolve(exitInfo);
+    });
+  });
+  // When this process exits without stop(), let Ponder shut down cleanly on its own (SIGINT). If this
+  // process dies by SIGKILL, the watchdog in the child notices it has been orphaned.
+  const killOnExit = () => child.kill("SIGINT");
+  process.once("exit", killOnExit);
+
+  let logFile: WriteStream | undefined;
+  if (options.logFile !== undefined) logFile = createWriteStream(options.logFile, { flags: "a" });
+  const recent: string[] = [];
+  let resolvePort: (port: number) => void = () => {};
+  const portPromise = new Promise<number>((resolve) => (resolvePort = resolve));
+
+  const onLine = (line: string) => {
+    logFile?.write(`${line}\n`);
+    recent.push(line);
+    if (recent.length > 60) recent.shift();
+    let record: Record<string, unknown> | undefined;
+    try {
+      const parsed: unknown = JSON.parse(line);
+      if (parsed !== null && typeof parsed === "object") record = parsed as Record<string, unknown>;
+    } catch {
+      // not a JSON log line (e.g. a stack trace printed by Node)
+    }
+    const message = typeof record?.msg === "string" ? record.msg : line;
+    if (message === "Created HTTP server" && typeof record?.port === "number") resolvePort(record.port);
+    const logger = options.logger;
+    if (logger === undefined) return;
+    const level = typeof record?.level === "number" ? record.level : 30;
+    const { level: _level, time: _time, msg: _msg, ...fields } = record ?? {};
+    const context = { component: "ponder", schema, ...fields };
+    if (level >= 50) logger.error(context, message);
+    else if (level >= 40) logger.warn(context, message);
+    else if (level >= 30 && !CHATTY.has(message)) logger.info(context, message);
+    else logger.debug(context, message);
+  };
+  for (const stream of [child.stdout, child.stderr]) {
+    let buffered = "";
+    stream.setEncoding("utf8");
+    stream.on("data", (chunk: string) => {
+      buffered += chunk;
+      let newline = buffered.indexOf("\n");
+      while (newline !== -1) {
+        onLine(buffered.slice(0, newline));
+        buffered = buffered.slice(newline + 1);
+        newline = buffered.indexOf("\n");
+      }
+    });
+    stream.on("end", () => {
+      if (buffered !== "") onLine(buffered);
+      buffered = "";
+    });
+  }
+
+  const stop = async () => {
+    process.removeListener("exit", killOnExit);
+    if (exitInfo === undefined) {
+      // SIGINT, not SIGTERM: the Vite dev server inside Ponder's build also listens to SIGTERM and
+      // calls process.exit() at once, cutting Ponder's own shutdown short (the schema stays locked for
+      // up to 25 s and the next start runs crash recovery). On SIGINT only Ponder's handler runs: it
+      // unlocks the schema, closes its pools and exits within 5 s.
+      child.kill("SIGINT");
+      const timer = setTimeout(() => {
+        if (exitInfo === undefined) child.kill("SIGKILL");
+      }, stopTimeoutMs);
+      await exited;
+      clearTimeout(timer);
+    }
+    await new Promise<void>((resolve) => (logFile === undefined ? resolve() : logFile.end(resolve)));
+  };
+
+  const failure = (why: string) => new Error(`ponder ${why}; last output:\n${recent.join("\n")}`);
+
+  try {
+    const deadline = Date.now() + readyTimeoutMs;
+    const port = await raceExit(portPromise, exited, deadline, failure, "did not open its HTTP server");
+    const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+    const url = `http://${host}:${port}`;
+    for (;;) {
+      if (exitInfo !== undefined) throw failure(`exited (code ${exitInfo.code}, signal ${exitInfo.signal}) before ready`);
+      if (await isReady(url)) break;
+      if (Date.now() > deadline) throw failure(`was not ready within ${readyTimeoutMs} ms`);
+      await sleep(200);
+    }
+    return { url, schema, process: child, exited, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function raceExit<T>(
+  promise: Promise<T>,
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>,
+  deadline: number,
+  failure: (why: string) => Error,
+  what: string,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      exited.then(({ code, signal }) => {
+        throw failure(`exited (code ${code}, signal ${signal}) before it was ready`);
+      }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(failure(`${what} in time`)), Math.max(0, deadline - Date.now()));
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function isReady(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(2_000) });
+    await response.body?.cancel();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,644 @@
+// The Ponder indexer against a real Hardhat node and PostgreSQL: every event kind of a trade lands in
+// escrow_event with its args, in chain order; a reorganisation removes the orphaned rows; a clean
+// restart and a restart after SIGKILL resume without losing or duplicating rows. The tests run in
+// order and share one chain, one database and one indexer schema.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, describe, it } from "node:test";
+import { isDeepStrictEqual } from "node:util";
+import pg from "pg";
+import { createPublicClient, createWalletClient, http, keccak256, maxUint256, toHex } from "viem";
+import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { hardhat } from "viem/chains";
+import { deployContracts } from "../../src/chain/deploy.ts";
+import type { Deployment } from "../../src/chain/deploy.ts";
+import {
+  disputeOutcome,
+  escrowAbi,
+  escrowEip712Domain,
+  orderTermsTypes,
+  refundReason,
+  testUsdcAbi,
+} from "../../src/chain/escrow-abi.ts";
+import {
+  eventTable,
+  indexerSchemaName,
+  qualifiedTable,
+  readIndexerHead,
+  startIndexer,
+} from "../../src/chain/indexer-process.ts";
+import type { Indexer } from "../../src/chain/indexer-process.ts";
+import { devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
+import type { LocalChain } from "../../src/chain/local-node.ts";
+import { createTestDatabase } from "../support/database.ts";
+
+const SCHEMA = "ponder_indexer_test";
+const USDC = 1_000_000n;
+const LOCK_WINDOW = 3_600n;
+
+interface EventRow {
+  id: string;
+  chain_id: number;
+  block_number: string;
+  block_hash: string;
+  log_index: number;
+  transaction_hash: string;
+  event_name: string;
+  order_id: string | null;
+  args: Record<string, unknown>;
+}
+
+let chain: LocalChain;
+let deployment: Deployment;
+let database: { url: string; drop(): Promise<void> };
+let pool: pg.Pool;
+let indexer: Indexer | undefined;
+let publicClient: PublicClient;
+const logFile = path.join(os.tmpdir(), `ponder-indexer-test-${process.pid}.log`);
+
+const wallet = (index: number): WalletClient & { account: { address: Address } } =>
+  createWalletClient({
+    account: privateKeyToAccount(devAccounts[index]!.privateKey),
+    chain: hardhat,
+    transport: http(chain.rpcUrl),
+    pollingInterval: 50,
+  }) as WalletClient & { account: { address: Address } };
+
+let deployer: ReturnType<typeof wallet>;
+let service: ReturnType<typeof wallet>;
+let arbiter: ReturnType<typeof wallet>;
+let seller: ReturnType<typeof wallet>;
+let buyer: ReturnType<typeof wallet>;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
+    });
+  });
+}
+
+async function launchIndexer(): Promise<Indexer> {
+  return startIndexer({
+    databaseUrl: database.url,
+    schema: SCHEMA,
+    rpcUrl: chain.rpcUrl,
+    chainId: deployment.chainId,
+    escrowAddress: deployment.escrowAddress,
+    startBlock: deployment.deploymentBlock,
+    port: await freePort(),
+    logFile,
+    poolMax: 8,
+  });
+}
+
+async function rpc<T>(method: string, params: unknown[] = []): Promise<T> {
+  return publicClient.request({ method: method as never, params: params as never }) as Promise<T>;
+}
+
+/** Sends an escrow or token call, waits for the receipt and insists it succeeded. */
+async function send(
+  from: ReturnType<typeof wallet>,
+  target: "escrow" | "usdc",
+  functionName: string,
+  args: readonly unknown[],
+): Promise<TransactionReceipt> {
+  const hash: Hash = await from.writeContract({
+    address: target === "escrow" ? deployment.escrowAddress : deployment.usdcAddress,
+    abi: (target === "escrow" ? escrowAbi : testUsdcAbi) as never,
+    functionName: functionName as never,
+    args: args as never,
+    chain: hardhat,
+    account: from.account,
+  } as never);
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  assert.equal(receipt.status, "success", `${functionName} reverted`);
+  return receipt;
+}
+
+let orderCounter = 0;
+
+/** Signs deposit terms as the service and deposits them from the seller; returns the order id. */
+async function deposit(amount = 100n * USDC, feeBps = 100): Promise<{ orderId: Hex; receipt: TransactionReceipt }> {
+  orderCounter += 1;
+  const orderId = keccak256(toHex(`indexer-test-order-${orderCounter}-${process.pid}`));
+  const latest = await publicClient.getBlock();
+  const terms = {
+    orderId,
+    token: deployment.usdcAddress,
+    amount,
+    feeBps,
+    feeRecipient: devAccounts[6].address as Address,
+    treasuryShareBps: 2_000,
+    depositDeadline: latest.timestamp + 86_400n,
+    listingWindow: 86_400n,
+    lockWindow: LOCK_WINDOW,
+  };
+  const signature = await service.signTypedData({
+    account: service.account as never,
+    domain: { ...escrowEip712Domain, chainId: deployment.chainId, verifyingContract: deployment.escrowAddress },
+    types: orderTermsTypes,
+    primaryType: "OrderTerms",
+    message: terms,
+  });
+  const receipt = await send(seller, "escrow", "deposit", [terms, signature]);
+  return { orderId, receipt };
+}
+
+async function queryEvents(
+  where = "",
+  values: unknown[] = [],
+  limit = "ALL",
+  db: pg.Pool | pg.PoolClient = pool,
+): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>(
+    `SELECT id, chain_id, block_number, block_hash, log_index, transaction_hash, event_name, order_id, args
+       FROM ${eventTable(SCHEMA)} ${where} ORDER BY block_number, log_index LIMIT ${limit}`,
+    values,
+  );
+  return rows;
+}
+
+/** What escrow_event must hold: every escrow log of the canonical chain, decoded, in chain order. */
+async function chainEvents() {
+  const logs = await publicClient.getContractEvents({
+    address: deployment.escrowAddress,
+    abi: escrowAbi,
+    fromBlock: BigInt(deployment.deploymentBlock),
+  });
+  const normalize = (value: unknown): unknown =>
+    typeof value === "bigint" ? value.toString() : typeof value === "string" ? value.toLowerCase() : value;
+  return logs.map((log) => {
+    const args = Object.fromEntries(
+      Object.entries((log.args ?? {}) as Record<string, unknown>).map(([key, value]) => [key, normalize(value)]),
+    );
+    return {
+      id: `${deployment.chainId}-${log.blockNumber}-${log.logIndex}`,
+      chain_id: deployment.chainId,
+      block_number: log.blockNumber.toString(),
+      block_hash: log.blockHash,
+      log_index: log.logIndex,
+      transaction_hash: log.transactionHash,
+      event_name: log.eventName,
+      order_id: typeof args.orderId === "string" ? args.orderId : null,
+      args,
+    };
+  });
+}
+
+async function isLocked(): Promise<boolean> {
+  const { rows } = await pool.query<{ locked: number }>(
+    `SELECT (value->>'is_locked')::int AS locked FROM ${qualifiedTable(SCHEMA, "_ponder_meta")} WHERE key = 'app'`,
+  );
+  return rows[0]?.locked === 1;
+}
+
+/** Whether a process runs (a zombie left for its new parent to reap counts as gone). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true;
+  }
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what} (ponder log: ${logFile})`, { cause: last });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Waits until escrow_event equals the canonical chain's escrow logs, then returns the rows. */
+async function waitForChainMatch(timeoutMs?: number): Promise<EventRow[]> {
+  let rows: EventRow[] = [];
+  let expected: Awaited<ReturnType<typeof chainEvents>> = [];
+  try {
+    return await waitFor(
+      "escrow_event to match the chain",
+      async () => {
+        expected = await chainEvents();
+        rows = await queryEvents();
+        return isDeepStrictEqual(rows, expected) ? rows : undefined;
+      },
+      timeoutMs,
+    );
+  } catch (error) {
+    assert.deepEqual(rows, expected, (error as Error).message);
+    throw error;
+  }
+}
+
+/**
+ * Samples, until stopped, what a consumer following the documented rule sees: in one snapshot, while
+ * Ponder is ready, the rows up to its latest indexed block must be exactly the chain's events up to
+ * that block (no reorgs happen meanwhile). Returns the violations and the number of samples.
+ */
+function watchConsumerView(): { stop(): Promise<{ violations: string[]; samples: number }> } {
+  let running = true;
+  const violations: string[] = [];
+  let samples = 0;
+  const loop = (async () => {
+    while (running) {
+      const client = await pool.connect();
+      let head: Awaited<ReturnType<typeof readIndexerHead>>;
+      let rows: EventRow[] = [];
+      try {
+        await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        head = await readIndexerHead(client, SCHEMA);
+        if (head !== undefined) {
+          rows = await queryEvents("WHERE block_number <= $1", [head.blockNumber.toString()], "ALL", client);
+        }
+        await client.query("COMMIT");
+      } finally {
+        client.release();
+      }
+      if (head !== undefined) {
+        samples += 1;
+        const { blockNumber, blockHash } = head;
+        const expected = (await chainEvents()).filter((event) => BigInt(event.block_number) <= blockNumber);
+        if (!isDeepStrictEqual(rows, expected)) {
+          violations.push(`head ${blockNumber}: ${rows.length} rows, chain has ${expected.length} events up to it`);
+        }
+        const block = await publicClient.getBlock({ blockNumber });
+        if (block.hash !== blockHash) violations.push(`head ${blockNumber} has hash ${blockHash}, chain ${block.hash}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { violations, samples };
+    },
+  };
+}
+
+before(async () => {
+  chain = await startLocalChain({ port: 0 });
+  publicClient = createPublicClient({ chain: hardhat, transport: http(chain.rpcUrl), pollingInterval: 50 });
+  deployer = wallet(0);
+  service = wallet(1);
+  arbiter = wallet(2);
+  seller = wallet(4);
+  buyer = wallet(5);
+  deployment = await deployContracts({
+    rpcUrl: chain.rpcUrl,
+    deployerPrivateKey: devAccounts[0].privateKey,
+    serviceAddress: service.account.address,
+    arbiterAddress: arbiter.account.address,
+    treasuryAddress: devAccounts[3].address,
+    pollingIntervalMs: 50,
+  });
+  await send(deployer, "usdc", "mint", [seller.account.address, 1_000_000n * USDC]);
+  await send(seller, "usdc", "approve", [deployment.escrowAddress, maxUint256]);
+  database = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  indexer = await launchIndexer();
+});
+
+after(async () => {
+  await indexer?.stop();
+  await pool?.end();
+  await database?.drop();
+  await chain?.stop();
+});
+
+describe("escrow indexer", () => {
+  const orders: Record<string, Hex> = {};
+
+  it("records every event of a trade with its args, and the order and reputation views", async () => {
+    // Released after payment.
+    const released = await deposit(100n * USDC, 100);
+    orders.released = released.orderId;
+    await send(buyer, "escrow", "lock", [released.orderId]);
+    const cepHash = keccak256(toHex("cep-indexer-test"));
+    await send(service, "escrow", "confirmPayment", [released.orderId, cepHash]);
+
+    // Refunded after the lock expired.
+    const expired = await deposit(5n * USDC, 0);
+    orders.expired = expired.orderId;
+    await send(buyer, "escrow", "lock", [expired.orderId]);
+    await rpc("evm_increaseTime", [Number(LOCK_WINDOW) + 1]);
+    await rpc("evm_mine");
+    await send(buyer, "escrow", "refundExpiredLock", [expired.orderId]);
+
+    // Disputed and resolved for the seller: the buyer loses reputation, the seller is refunded.
+    const disputed = await deposit(7n * USDC, 50);
+    orders.disputed = disputed.orderId;
+    await send(buyer, "escrow", "lock", [disputed.orderId]);
+    await send(buyer, "escrow", "openDispute", [disputed.orderId]);
+    await send(arbiter, "escrow", "resolveDispute", [disputed.orderId, disputeOutcome.SELLER]);
+
+    // Pause switch.
+    await send(deployer, "escrow", "pause", []);
+    await send(deployer, "escrow", "unpause", []);
+
+    const rows = await waitForChainMatch();
+    const kinds = new Set(rows.map((row) => row.event_name));
+    for (const kind of [
+      "RoleGranted",
+      "TreasuryUpdated",
+      "TokenAllowed",
+      "Deposited",
+      "Locked",
+      "Released",
+      "Refunded",
+      "DisputeOpened",
+      "DisputeResolved",
+      "ReputationChanged",
+      "Paused",
+      "Unpaused",
+    ]) {
+      assert.ok(kinds.has(kind), `no ${kind} row`);
+    }
+
+    // Spot-check the args of each order event against what was sent.
+    const of = (orderId: Hex) => rows.filter((row) => row.order_id === orderId);
+    const releasedRows = of(released.orderId);
+    assert.deepEqual(
+      releasedRows.map((row) => row.event_name),
+      ["Deposited", "Locked", "Released"],
+    );
+    assert.deepEqual(releasedRows[0]!.args, {
+      orderId: released.orderId,
+      seller: seller.account.address.toLowerCase(),
+      token: deployment.usdcAddress.toLowerCase(),
+      amount: (100n * USDC).toString(),
+      feeBps: 100,
+      feeRecipient: devAccounts[6].address.toLowerCase(),
+      treasuryShareBps: 2_000,
+      listingExpiresAt: releasedRows[0]!.args.listingExpiresAt,
+      lockWindow: LOCK_WINDOW.toString(),
+    });
+    assert.equal(releasedRows[0]!.transaction_hash, released.receipt.transactionHash);
+    assert.equal(releasedRows[0]!.block_number, released.receipt.blockNumber.toString());
+    assert.deepEqual(releasedRows[2]!.args, {
+      orderId: released.orderId,
+      buyer: buyer.account.address.toLowerCase(),
+      buyerAmount: (99n * USDC).toString(),
+      feeRecipient: devAccounts[6].address.toLowerCase(),
+      feeAmount: ((USDC * 8n) / 10n).toString(),
+      treasury: devAccounts[3].address.toLowerCase(),
+      treasuryAmount: ((USDC * 2n) / 10n).toString(),
+      cepHash,
+    });
+    assert.deepEqual(
+      of(expired.orderId).map((row) => [row.event_name, row.args.reason]),
+      [
+        ["Deposited", undefined],
+        ["Locked", undefined],
+        ["Refunded", refundReason.LOCK_EXPIRED],
+      ],
+    );
+    assert.deepEqual(
+      of(disputed.orderId).map((row) => row.event_name),
+      ["Deposited", "Locked", "DisputeOpened", "DisputeResolved", "Refunded"],
+    );
+    const reputationRow = rows.find((row) => row.event_name === "ReputationChanged");
+    assert.deepEqual(reputationRow?.args, { account: buyer.account.address.toLowerCase(), delta: "-50", newScore: "-50" });
+    assert.equal(reputationRow?.order_id, null);
+
+    const { rows: orderRows } = await pool.query<Record<string, unknown>>(
+      `SELECT order_id, status, seller, buyer, amount, buyer_amount, refund_reason, dispute_outcome, dispute_opened_by
+         FROM ${qualifiedTable(SCHEMA, "escrow_order")} ORDER BY deposited_block`,
+    );
+    assert.deepEqual(orderRows, [
+      {
+        order_id: released.orderId,
+        status: "Released",
+        seller: seller.account.address.toLowerCase(),
+        buyer: buyer.account.address.toLowerCase(),
+        amount: (100n * USDC).toString(),
+        buyer_amount: (99n * USDC).toString(),
+        refund_reason: null,
+        dispute_outcome: null,
+        dispute_opened_by: null,
+      },
+      {
+        order_id: expired.orderId,
+        status: "Refunded",
+        seller: seller.account.address.toLowerCase(),
+        buyer: buyer.account.address.toLowerCase(),
+        amount: (5n * USDC).toString(),
+        buyer_amount: null,
+        refund_reason: refundReason.LOCK_EXPIRED,
+        dispute_outcome: null,
+        dispute_opened_by: null,
+      },
+      {
+        order_id: disputed.orderId,
+        status: "Refunded",
+        seller: seller.account.address.toLowerCase(),
+        buyer: buyer.account.address.toLowerCase(),
+        amount: (7n * USDC).toString(),
+        buyer_amount: null,
+        refund_reason: refundReason.DISPUTE,
+        dispute_outcome: disputeOutcome.SELLER,
+        dispute_opened_by: buyer.account.address.toLowerCase(),
+      },
+    ]);
+    const { rows: reputationRows } = await pool.query(
+      `SELECT account, score FROM ${qualifiedTable(SCHEMA, "reputation")}`,
+    );
+    assert.deepEqual(reputationRows, [{ account: buyer.account.address.toLowerCase(), score: "-50" }]);
+  });
+
+  it("keeps rows in chain order and serves a (block_number, log_index) cursor", async () => {
+    const all = await queryEvents();
+    const sorted = [...all].sort((a, b) =>
+      a.block_number === b.block_number ? a.log_index - b.log_index : Number(BigInt(a.block_number) - BigInt(b.block_number)),
+    );
+    assert.deepEqual(all, sorted);
+    assert.equal(new Set(all.map((row) => row.id)).size, all.length);
+    // Page through with the consumer's query, three rows at a time.
+    const paged: EventRow[] = [];
+    let cursor: [string, number] = ["0", -1];
+    for (;;) {
+      const page = await queryEvents("WHERE (block_number, log_index) > ($1, $2)", cursor, "3");
+      if (page.length === 0) break;
+      paged.push(...page);
+      const last = page[page.length - 1]!;
+      cursor = [last.block_number, last.log_index];
+    }
+    assert.deepEqual(paged, all);
+    const head = await readIndexerHead(pool, SCHEMA);
+    assert.equal(head?.chainId, deployment.chainId);
+    assert.ok(head !== undefined && head.blockNumber >= BigInt(all[all.length - 1]!.block_number));
+    assert.equal(head.blockNumber, await publicClient.getBlockNumber());
+    assert.ok(head.finalizedBlock <= head.blockNumber);
+  });
+
+  it("names a schema per indexer build and deployment", async () => {
+    const base = {
+      rpcUrl: chain.rpcUrl,
+      chainId: deployment.chainId,
+      escrowAddress: deployment.escrowAddress,
+      startBlock: deployment.deploymentBlock,
+    };
+    const name = await indexerSchemaName(base);
+    assert.match(name, /^ponder_[0-9a-f]{12}$/);
+    assert.equal(await indexerSchemaName(base), name);
+    assert.notEqual(await indexerSchemaName({ ...base, startBlock: base.startBlock - 1 }), name);
+    assert.match(await indexerSchemaName({ ...base, prefix: "offramp_idx" }), /^offramp_idx_[0-9a-f]{12}$/);
+  });
+
+  it("deletes the rows of a block that leaves the canonical chain", async () => {
+    const snapshot = await rpc<Hex>("evm_snapshot");
+    const orphan = await deposit(11n * USDC);
+    const orphanRow = await waitFor("the orphan deposit's row", async () => {
+      const rows = await queryEvents("WHERE order_id = $1", [orphan.orderId]);
+      return rows[0];
+    });
+    assert.equal(orphanRow.block_hash, orphan.receipt.blockHash);
+
+    // Back to before the deposit; a different deposit takes its block number, and the new branch grows
+    // longer than the old one, so the old block is orphaned for good.
+    assert.equal(await rpc<boolean>("evm_revert", [snapshot]), true);
+    const replacement = await deposit(13n * USDC);
+    assert.equal(replacement.receipt.blockNumber, orphan.receipt.blockNumber);
+    assert.notEqual(replacement.receipt.blockHash, orphan.receipt.blockHash);
+    await rpc("hardhat_mine", ["0x3"]);
+
+    const rows = await waitForChainMatch();
+    const tip = await publicClient.getBlock();
+    const head = await waitFor("indexer_head at the new tip", async () => {
+      const value = await readIndexerHead(pool, SCHEMA);
+      return value?.blockNumber === tip.number ? value : undefined;
+    });
+    assert.equal(head.blockHash, tip.hash);
+    assert.equal(rows.filter((row) => row.order_id === orphan.orderId).length, 0);
+    assert.equal(rows.filter((row) => row.block_hash === orphan.receipt.blockHash).length, 0);
+    const replacementRow = rows.find((row) => row.order_id === replacement.orderId);
+    assert.equal(replacementRow?.block_hash, replacement.receipt.blockHash);
+    const { rows: orderRows } = await pool.query<{ order_id: string }>(
+      `SELECT order_id FROM ${qualifiedTable(SCHEMA, "escrow_order")} WHERE order_id = ANY($1)`,
+      [[orphan.orderId, replacement.orderId]],
+    );
+    assert.deepEqual(
+      orderRows.map((row) => row.order_id),
+      [replacement.orderId],
+    );
+    orders.afterReorg = replacement.orderId;
+  });
+
+  it("resumes after a clean restart without losing or duplicating rows", async () => {
+    const before = await waitForChainMatch();
+    const watch = watchConsumerView();
+    await indexer!.stop();
+    indexer = undefined;
+    assert.equal(await isLocked(), false, "a clean stop unlocks the schema");
+    // Work done while the indexer is down is picked up after the restart.
+    await send(buyer, "escrow", "lock", [orders.afterReorg]);
+    const started = Date.now();
+    indexer = await launchIndexer();
+    const rows = await waitForChainMatch();
+    const restartMs = Date.now() - started;
+    assert.ok(restartMs < 30_000, `restart took ${restartMs} ms`);
+    const { violations, samples } = await watch.stop();
+    assert.deepEqual(violations, []);
+    assert.ok(samples > 0);
+    assert.equal(rows.length, before.length + 1);
+    assert.deepEqual(rows.slice(0, before.length), before);
+    assert.equal(rows[rows.length - 1]!.event_name, "Locked");
+  });
+
+  it("recovers after SIGKILL", async () => {
+    const before = await waitForChainMatch();
+    const watch = watchConsumerView();
+    indexer!.process.kill("SIGKILL");
+    await indexer!.exited;
+    await indexer!.stop();
+    indexer = undefined;
+    await send(buyer, "escrow", "openDispute", [orders.afterReorg]);
+    const started = Date.now();
+    indexer = await launchIndexer();
+    const rows = await waitForChainMatch();
+    const recoveredMs = Date.now() - started;
+    const { violations, samples } = await watch.stop();
+    assert.deepEqual(violations, []);
+    assert.ok(samples > 0);
+    assert.equal(rows.length, before.length + 1);
+    assert.deepEqual(rows.slice(0, before.length), before);
+    assert.equal(rows[rows.length - 1]!.event_name, "DisputeOpened");
+    assert.ok(recoveredMs < 60_000, `recovery took ${recoveredMs} ms`);
+  });
+
+  it("stops an indexer whose parent process was SIGKILLed, leaving the schema unlocked", async () => {
+    await waitForChainMatch();
+    const watch = watchConsumerView();
+    await indexer!.stop();
+    indexer = undefined;
+    const options = {
+      databaseUrl: database.url,
+      schema: SCHEMA,
+      rpcUrl: chain.rpcUrl,
+      chainId: deployment.chainId,
+      escrowAddress: deployment.escrowAddress,
+      startBlock: deployment.deploymentBlock,
+      port: await freePort(),
+      logFile,
+      poolMax: 8,
+    };
+    const parent = spawn(process.execPath, [path.join(import.meta.dirname, "indexer-parent.ts")], {
+      env: { ...process.env, INDEXER_OPTIONS: JSON.stringify(options) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const parentExited = new Promise((resolve) => parent.once("exit", resolve));
+    try {
+      const [line] = (await once(createInterface({ input: parent.stdout }), "line")) as [string];
+      const { ponderPid } = JSON.parse(line) as { ponderPid: number };
+      parent.kill("SIGKILL");
+      await parentExited;
+      await waitFor("the orphaned Ponder to exit", async () => (isAlive(ponderPid) ? undefined : true), 20_000);
+    } finally {
+      parent.kill("SIGKILL");
+    }
+    assert.equal(await isLocked(), false, "the orphan unlocked the schema");
+
+    // So the next start neither waits for a lock nor loses anything. (The orphan's start reverted the
+    // unfinalized rows, so the table itself is not a baseline here: the chain is.)
+    const before = await chainEvents();
+    const { orderId } = await deposit();
+    const started = Date.now();
+    indexer = await launchIndexer();
+    const rows = await waitForChainMatch();
+    const restartMs = Date.now() - started;
+    assert.ok(restartMs < 30_000, `restart took ${restartMs} ms`);
+    const { violations, samples } = await watch.stop();
+    assert.deepEqual(violations, []);
+    assert.ok(samples > 0);
+    assert.equal(rows.length, before.length + 1);
+    assert.deepEqual(
+      rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
+      [["Deposited", orderId]],
+    );
+  });
+});

@@ -115,9 +115,9 @@ export interface IndexerHead {
    * indexer_head: the last block indexed. In the same snapshot, escrow_event rows with block_number at
    * or below it are exactly the chain's escrow events up to it; rows above it may still be missing.
    */
-  blockNumber: bigint;
-  blockHash: Hex;
-  blockTimestamp: bigint;
+  latestBlock: bigint;
+  latestBlockHash: Hex;
+  latestTimestamp: bigint;
   /** Ponder's finalized block: rows at or below it never change again. */
   finalizedBlock: bigint;
 }
@@ -150,9 +150,9 @@ export async function readIndexerHead(db: Queryable, schema: string): Promise<In
   if (row === undefined) return undefined;
   return {
     chainId: Number(row.chain_id),
-    blockNumber: BigInt(String(row.block_number)),
-    blockHash: String(row.block_hash) as Hex,
-    blockTimestamp: BigInt(String(row.block_timestamp)),
+    latestBlock: BigInt(String(row.block_number)),
+    latestBlockHash: String(row.block_hash) as Hex,
+    latestTimestamp: BigInt(String(row.block_timestamp)),
     finalizedBlock:
       typeof row.finalized_checkpoint === "string" ? decodeCheckpoint(row.finalized_checkpoint).blockNumber : 0n,
   };

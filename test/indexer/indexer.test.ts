@@ -273,7 +273,7 @@ function watchConsumerView(): { stop(): Promise<{ violations: string[]; samples:
         await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
         head = await readIndexerHead(client, SCHEMA);
         if (head !== undefined) {
-          rows = await queryEvents("WHERE block_number <= $1", [head.blockNumber.toString()], "ALL", client);
+          rows = await queryEvents("WHERE block_number <= $1", [head.latestBlock.toString()], "ALL", client);
         }
         await client.query("COMMIT");
       } finally {
@@ -281,7 +281,7 @@ function watchConsumerView(): { stop(): Promise<{ violations: string[]; samples:
       }
       if (head !== undefined) {
         samples += 1;
-        const { blockNumber, blockHash } = head;
+        const { latestBlock: blockNumber, latestBlockHash: blockHash } = head;
         const expected = (await chainEvents()).filter((event) => BigInt(event.block_number) <= blockNumber);
         if (!isDeepStrictEqual(rows, expected)) {
           violations.push(`head ${blockNumber}: ${rows.length} rows, chain has ${expected.length} events up to it`);
@@ -491,9 +491,9 @@ describe("escrow indexer", () => {
     assert.deepEqual(paged, all);
     const head = await readIndexerHead(pool, SCHEMA);
     assert.equal(head?.chainId, deployment.chainId);
-    assert.ok(head !== undefined && head.blockNumber >= BigInt(all[all.length - 1]!.block_number));
-    assert.equal(head.blockNumber, await publicClient.getBlockNumber());
-    assert.ok(head.finalizedBlock <= head.blockNumber);
+    assert.ok(head !== undefined && head.latestBlock >= BigInt(all[all.length - 1]!.block_number));
+    assert.equal(head.latestBlock, await publicClient.getBlockNumber());
+    assert.ok(head.finalizedBlock <= head.latestBlock);
   });
 
   it("names a schema per indexer build and deployment", async () => {
@@ -531,9 +531,9 @@ describe("escrow indexer", () => {
     const tip = await publicClient.getBlock();
     const head = await waitFor("indexer_head at the new tip", async () => {
       const value = await readIndexerHead(pool, SCHEMA);
-      return value?.blockNumber === tip.number ? value : undefined;
+      return value?.latestBlock === tip.number ? value : undefined;
     });
-    assert.equal(head.blockHash, tip.hash);
+    assert.equal(head.latestBlockHash, tip.hash);
     assert.equal(rows.filter((row) => row.order_id === orphan.orderId).length, 0);
     assert.equal(rows.filter((row) => row.block_hash === orphan.receipt.blockHash).length, 0);
     const replacementRow = rows.find((row) => row.order_id === replacement.orderId);

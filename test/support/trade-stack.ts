@@ -37,53 +37,54 @@ export interface TradeStack {
  */
 export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}): Promise<TradeStack> {
   if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
-  const chain = await startLocalChain({ port: 0 });
-  const deployment = await deployContracts({
-    rpcUrl: chain.rpcUrl,
-    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-    serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-    arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
-  });
-  const database = await createTestDatabase();
-  const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-  const indexer = await startIndexer({
-    databaseUrl: database.url,
-    schema: indexerSchema,
-    rpcUrl: chain.rpcUrl,
-    chainId: deployment.chainId,
-    escrowAddress: deployment.escrowAddress,
-    startBlock: deployment.deploymentBlock,
-    port: await freePort(),
-    logLevel: "warn",
-  });
-  const service = await startTestService(env, {
-    databaseUrl: database.url,
-    indexerSchema,
-    chain: {
+  // Everything started so far is stopped if a later step fails, so a failed set-up never hangs the run.
+  const started: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const stop of started.reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    const chain = await startLocalChain({ port: 0 });
+    started.push(() => chain.stop());
+    const deployment = await deployContracts({
+      rpcUrl: chain.rpcUrl,
+      deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+      serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
+      arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
+      treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+    });
+    const database = await createTestDatabase();
+    started.push(() => database.drop());
+    const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+    const indexer = await startIndexer({
+      databaseUrl: database.url,
+      schema: indexerSchema,
       rpcUrl: chain.rpcUrl,
       chainId: deployment.chainId,
       escrowAddress: deployment.escrowAddress,
-      usdcAddress: deployment.usdcAddress,
-      servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
-      arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
-    },
-  });
-  const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
-  return {
-    chain,
-    deployment,
-    indexer,
-    indexerSchema,
-    service,
-    partner,
-    async close() {
-      await service.close();
-      await indexer.stop();
-      await chain.stop();
-      await database.drop();
-    },
-  };
+      startBlock: deployment.deploymentBlock,
+      port: await freePort(),
+      logLevel: "warn",
+    });
+    started.push(() => indexer.stop());
+    const service = await startTestService(env, {
+      databaseUrl: database.url,
+      indexerSchema,
+      chain: {
+        rpcUrl: chain.rpcUrl,
+        chainId: deployment.chainId,
+        escrowAddress: deployment.escrowAddress,
+        usdcAddress: deployment.usdcAddress,
+        servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
+        arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
+      },
+    });
+    started.push(() => service.close());
+    const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
+    return { chain, deployment, indexer, indexerSchema, service, partner, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
@@ -133,4 +134,21 @@ export async function waitForStatus(stack: Pick<TradeStack, "service" | "partner
     const detail = await stack.service.api<Record<string, unknown> & { status: string; timeline: { event: string }[] }>("GET", `/orders/${orderId}`, { key: stack.partner.apiKey });
     return detail.body.status === status ? detail.body : undefined;
   }, timeoutMs);
+}
+
+/**
+ * The service with chain settings but no node: enough for everything that only signs (POST /orders, its
+ * checks, timers that need no transaction). Addresses are fixed so signatures can be checked.
+ */
+export const OFFLINE_CHAIN = {
+  rpcUrl: "http://127.0.0.1:9",
+  chainId: 31337,
+  escrowAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  usdcAddress: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+  servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
+  arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
+} as const;
+
+export async function startOfflineOrderService(env: Record<string, string> = {}): Promise<TestService> {
+  return startTestService(env, { chain: OFFLINE_CHAIN });
 }

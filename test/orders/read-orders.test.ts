@@ -1,0 +1,137 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { TestService } from "../support/service.ts";
+import { SELLER_CLABE, startOfflineOrderService, waitFor } from "../support/trade-stack.ts";
+
+type Json = Record<string, unknown>;
+
+let service: TestService;
+let key: string;
+let otherKey: string;
+const created: string[] = [];
+
+async function placeOrder(apiKey: string, ref: string, amountUsdc: number): Promise<string> {
+  await service.api("POST", "/users", { key: apiKey, body: { partnerUserRef: ref } });
+  const quote = await service.api<{ id: string }>("POST", "/quotes", { key: apiKey, body: { type: "SELL", amountUsdc, partnerUserRef: ref } });
+  const order = await service.api<{ id: string }>("POST", "/orders", { key: apiKey, body: { quoteId: quote.body.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE } });
+  assert.equal(order.status, 201, JSON.stringify(order.body));
+  return order.body.id;
+}
+
+before(async () => {
+  service = await startOfflineOrderService({ DEPOSIT_TIMEOUT_SECONDS: "2" });
+  key = (await service.createPartner({ tier: "ENTERPRISE" })).apiKey;
+  otherKey = (await service.createPartner({ tier: "ENTERPRISE" })).apiKey;
+  for (const [ref, amount] of [["alice", 10], ["bob", 20], ["alice", 30]] as const) created.push(await placeOrder(key, ref, amount));
+  await placeOrder(otherKey, "carol", 40);
+});
+after(() => service.close());
+
+describe("GET /orders", () => {
+  test("lists only the partner's orders, newest first, with the list-item fields", async () => {
+    const response = await service.api<{ orders: Json[]; total: number; limit: number; offset: number; hasMore: boolean }>("GET", "/orders", { key });
+    assert.equal(response.status, 200);
+    assert.equal(response.body.total, 3);
+    assert.deepEqual(response.body.orders.map((order) => order.id), [...created].reverse());
+    assert.deepEqual(Object.keys(response.body.orders[0]!).sort(), [
+      "amlRiskLevel", "amount", "completedAt", "createdAt", "escrowOrderId", "expiresAt", "fxRateUsdMxn", "id", "partnerUserRef", "pricePerUnit", "status", "token", "totalMxn",
+    ]);
+    const newest = response.body.orders[0]!;
+    assert.equal(newest.amount, 30);
+    assert.equal(newest.totalMxn, 517.5);
+    assert.equal(newest.pricePerUnit, 17.25);
+    assert.equal(newest.fxRateUsdMxn, 17.25);
+    assert.equal(newest.completedAt, null);
+  });
+
+  test("filters by partnerUserRef and status", async () => {
+    const byUser = await service.api<{ orders: Json[]; total: number }>("GET", "/orders?partnerUserRef=alice", { key });
+    assert.equal(byUser.body.total, 2);
+    assert.ok(byUser.body.orders.every((order) => order.partnerUserRef === "alice"));
+    const byStatus = await service.api<{ total: number }>("GET", "/orders?status=COMPLETED", { key });
+    assert.equal(byStatus.body.total, 0);
+  });
+
+  test("paginates with limit, offset and hasMore", async () => {
+    const first = await service.api<{ orders: Json[]; hasMore: boolean; limit: number; offset: number }>("GET", "/orders?limit=2", { key });
+    assert.equal(first.body.orders.length, 2);
+    assert.equal(first.body.hasMore, true);
+    assert.equal(first.body.limit, 2);
+    const second = await service.api<{ orders: Json[]; hasMore: boolean; offset: number }>("GET", "/orders?limit=2&offset=2", { key });
+    assert.equal(second.body.orders.length, 1);
+    assert.equal(second.body.hasMore, false);
+    assert.equal(second.body.offset, 2);
+  });
+
+  for (const query of ["limit=0", "limit=101", "limit=abc", "offset=-1", "offset=1.5", "status=UNKNOWN"]) {
+    test(`${query} is VALIDATION_ERROR`, async () => {
+      const response = await service.api<Json>("GET", `/orders?${query}`, { key });
+      assert.equal(response.status, 400);
+      assert.equal(response.body.error, "VALIDATION_ERROR");
+    });
+  }
+});
+
+describe("GET /orders/:id", () => {
+  test("has every detail field, a computed spread, the bank account and the timeline", async () => {
+    const response = await service.api<Json>("GET", `/orders/${created[0]}`, { key });
+    assert.equal(response.status, 200);
+    const body = response.body;
+    for (const field of ["amountRaw", "fxRateSource", "spread", "escrowTxHash", "escrowStatus", "releaseTxHash", "buyerWallet", "lockedAt", "lockExpiresAt", "bankAccount", "cepValidatedAt", "cepTrackingKey", "amlRiskScore", "timeline"]) {
+      assert.ok(field in body, `missing ${field}`);
+    }
+    assert.equal(body.amountRaw, "10000000");
+    assert.equal(body.fxRateSource, "partner_quote");
+    assert.deepEqual(body.spread, { percent: 0, mxn: 0 });
+    assert.equal(body.escrowStatus, "PENDING");
+    assert.deepEqual(body.bankAccount, { bankName: "BBVA MEXICO", bankCode: "012", clabe: SELLER_CLABE });
+    const timeline = body.timeline as Json[];
+    assert.equal(timeline[0]!.event, "CREATED");
+    assert.match(String(timeline[0]!.id), /^evt_/);
+    assert.ok(typeof timeline[0]!.timestamp === "string");
+    assert.ok(Number(body.amlRiskScore) >= 0 && Number(body.amlRiskScore) <= 100);
+  });
+
+  test("another partner's order is NOT_FOUND", async () => {
+    const response = await service.api<Json>("GET", `/orders/${created[0]}`, { key: otherKey });
+    assert.equal(response.status, 404);
+    assert.equal(response.body.error, "NOT_FOUND");
+  });
+});
+
+describe("POST /orders/:id/cancel", () => {
+  test("a PENDING_DEPOSIT order ends EXPIRED", async () => {
+    const id = await placeOrder(key, "dave", 5);
+    const response = await service.api<Json & { timeline: Json[] }>("POST", `/orders/${id}/cancel`, { key });
+    assert.equal(response.status, 200);
+    assert.equal(response.body.status, "EXPIRED");
+    assert.deepEqual(response.body.timeline.map((entry) => entry.event), ["CREATED", "EXPIRED"]);
+  });
+
+  test("an order that has ended is ORDER_NOT_CANCELLABLE", async () => {
+    const id = await placeOrder(key, "erin", 5);
+    await service.api("POST", `/orders/${id}/cancel`, { key });
+    const again = await service.api<Json>("POST", `/orders/${id}/cancel`, { key });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error, "ORDER_NOT_CANCELLABLE");
+  });
+
+  test("another partner's order is NOT_FOUND and stays as it was", async () => {
+    const id = await placeOrder(key, "frank", 5);
+    const response = await service.api<Json>("POST", `/orders/${id}/cancel`, { key: otherKey });
+    assert.equal(response.status, 404);
+    const detail = await service.api<Json>("GET", `/orders/${id}`, { key });
+    assert.equal(detail.body.status, "PENDING_DEPOSIT");
+  });
+});
+
+describe("deposit timeout", () => {
+  test("an order with no deposit before DEPOSIT_TIMEOUT_SECONDS ends EXPIRED by its pg-boss timer", async () => {
+    const id = await placeOrder(key, "gina", 5);
+    const expired = await waitFor("the deposit timer", async () => {
+      const detail = await service.api<Json & { timeline: Json[] }>("GET", `/orders/${id}`, { key });
+      return detail.body.status === "EXPIRED" ? detail.body : undefined;
+    }, 30_000);
+    assert.deepEqual(expired.timeline.map((entry) => [entry.event, (entry.data as Json).reason]), [["CREATED", undefined], ["EXPIRED", "DEPOSIT_TIMEOUT"]]);
+  });
+});

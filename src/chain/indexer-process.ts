@@ -236,7 +236,7 @@ export interface IndexerOptions {
   logger?: IndexerLogger;
   /** Appends Ponder's raw output to this file. */
   logFile?: string;
-  /** Ponder's own log level; default "info". */
+  /** Lowest level forwarded to the logger; default "info" (Ponder itself logs at info or below). */
   logLevel?: "error" | "warn" | "info" | "debug" | "trace";
   /** Realtime polling interval; default 250 ms on chain 31337, else 1000 ms (ponder.config.ts). */
   pollingIntervalMs?: number;
@@ -269,6 +269,11 @@ export interface Indexer {
  */
 const ORPHAN_WATCHDOG =
   "data:text/javascript,const parent=process.ppid;setInterval(()=>{if(process.ppid!==parent)process.kill(process.pid,'SIGINT')},1000).unref();";
+
+const LOCAL_CHAIN_ID = 31337;
+
+/** Pino's level numbers. */
+const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50 } as const;
 
 /** Per-block messages that would flood the service's log at info level. */
 const CHATTY = new Set(["Indexed block", "Finalized block", "Synced block", "Fetched block"]);
@@ -313,8 +318,11 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     "--log-format",
     "json",
     "--log-level",
-    options.logLevel ?? "info",
+    // At least info: the wrapper needs Ponder's "Created HTTP server" record; quieter levels are
+    // applied below when forwarding.
+    options.logLevel === "debug" || options.logLevel === "trace" ? options.logLevel : "info",
   ];
+  const forwardFrom = LEVELS[options.logLevel ?? "info"];
   // process.execPath: the pinned Node 24 (the bin's `#!/usr/bin/env node` could find an older one).
   // --no-deprecation: Ponder's pg usage prints a DeprecationWarning we can do nothing about.
   const child = spawn(process.execPath, args, { cwd: indexerRoot, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -352,8 +360,10 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     const message = typeof record?.msg === "string" ? record.msg : line;
     if (message === "Created HTTP server" && typeof record?.port === "number") resolvePort(record.port);
     const logger = options.logger;
-    if (logger === undefined) return;
-    const level = typeof record?.level === "number" ? record.level : 30;
+    let level = typeof record?.level === "number" ? record.level : 30;
+    // An idle local chain mines no block until a transaction comes: not worth a warning there.
+    if (message === "No new block received within expected time" && options.chainId === LOCAL_CHAIN_ID) level = 20;
+    if (logger === undefined || level < forwardFrom) return;
     const { level: _level, time: _time, msg: _msg, ...fields } = record ?? {};
     const context = { component: "ponder", schema, ...fields };
     if (level >= 50) logger.error(context, message);

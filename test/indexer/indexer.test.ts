@@ -34,7 +34,7 @@ import {
   readIndexerHead,
   startIndexer,
 } from "../../src/chain/indexer-process.ts";
-import type { Indexer } from "../../src/chain/indexer-process.ts";
+import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/chain/indexer-process.ts";
 import { devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
 import type { LocalChain } from "../../src/chain/local-node.ts";
 import { createTestDatabase } from "../support/database.ts";
@@ -88,7 +88,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function launchIndexer(): Promise<Indexer> {
+async function launchIndexer(overrides: Partial<IndexerOptions> = {}): Promise<Indexer> {
   return startIndexer({
     databaseUrl: database.url,
     schema: SCHEMA,
@@ -99,6 +99,7 @@ async function launchIndexer(): Promise<Indexer> {
     port: await freePort(),
     logFile,
     poolMax: 8,
+    ...overrides,
   });
 }
 
@@ -558,7 +559,11 @@ describe("escrow indexer", () => {
     // Work done while the indexer is down is picked up after the restart.
     await send(buyer, "escrow", "lock", [orders.afterReorg]);
     const started = Date.now();
-    indexer = await launchIndexer();
+    // A quiet logger level still starts (the wrapper reads Ponder's info records itself).
+    const forwarded: string[] = [];
+    const collect = (level: string) => (_fields: object, message?: string) => forwarded.push(`${level} ${message}`);
+    const logger: IndexerLogger = { debug: collect("debug"), info: collect("info"), warn: collect("warn"), error: collect("error") };
+    indexer = await launchIndexer({ logLevel: "warn", logger });
     const rows = await waitForChainMatch();
     const restartMs = Date.now() - started;
     assert.ok(restartMs < 30_000, `restart took ${restartMs} ms`);
@@ -568,6 +573,10 @@ describe("escrow indexer", () => {
     assert.equal(rows.length, before.length + 1);
     assert.deepEqual(rows.slice(0, before.length), before);
     assert.equal(rows[rows.length - 1]!.event_name, "Locked");
+    assert.deepEqual(
+      forwarded.filter((line) => !line.startsWith("warn") && !line.startsWith("error")),
+      [],
+    );
   });
 
   it("recovers after SIGKILL", async () => {

@@ -13,7 +13,7 @@ export const DISPUTE_OUTCOMES = ["BUYER", "SELLER", "NO_FAULT_RELEASE", "NO_FAUL
 export type DisputeOutcome = (typeof DISPUTE_OUTCOMES)[number];
 export type RefundReason = "LOCK_EXPIRED" | "LISTING_EXPIRED" | "CANCELLED" | "DISPUTE";
 export type TimerKind = "DEPOSIT_TIMEOUT" | "LISTING_TIMEOUT" | "LOCK_TIMEOUT";
-export type ChainAction = "confirmPayment" | "cancel" | "expireListing" | "refundExpiredLock";
+export type ChainAction = "confirmPayment" | "cancel" | "expireListing" | "refundExpiredLock" | "resolveDispute";
 export type EventType =
   | "order.created"
   | "order.deposit_confirmed"
@@ -38,11 +38,15 @@ export interface OrderContext {
   cepTrackingKey: string | null;
   cepHash: string | null;
   cepValidatedAt: string | null;
+  /** Payment reports being verified (CEP fetched and checked by a job); absent in snapshots older than it. */
+  verifyingPayments?: PaymentReport[];
   releaseTxHash: string | null;
   refundTxHash: string | null;
   completedAt: string | null;
   disputeOpenedBy: "BUYER" | "SELLER" | null;
   disputeOutcome: DisputeOutcome | null;
+  /** The administrator's resolution, asked for while DISPUTED and not yet seen on chain (one per dispute). */
+  resolutionRequest: { outcome: DisputeOutcome; note: string | null; requestedAt: string } | null;
   cancelRequested: boolean;
 }
 
@@ -59,18 +63,44 @@ export type OrderEvent =
   | { type: "REFUNDED"; txHash: string; reason: RefundReason; at: string }
   | { type: "DISPUTE_OPENED"; txHash: string; openedBy: string; byBuyer: boolean; at: string }
   | { type: "DISPUTE_RESOLVED"; txHash: string; outcome: DisputeOutcome; newLockExpiresAt: string | null; at: string }
+  | { type: "RESOLUTION_REQUESTED"; outcome: DisputeOutcome; note: string | null; at: string }
   | { type: "TIMER_FIRED"; timer: TimerKind; dueAt: string; at: string }
   | { type: "CANCEL"; at: string }
-  | { type: "PAYMENT_VERIFIED"; cepTrackingKey: string; cepHash: string; at: string }
-  | { type: "PAYMENT_REJECTED"; cepTrackingKey: string; reason: string; message: string; at: string }
-  | { type: "PAYMENT_REPORTED"; cepTrackingKey: string; operationDate: string; senderBankCode: string; at: string };
+  | ({ type: "PAYMENT_VERIFIED"; cepHash: string; amountMxn: string; paidAt: string | null; at: string } & PaymentReportId)
+  | ({ type: "PAYMENT_REJECTED"; reason: string; message: string; at: string } & PaymentReportId)
+  | ({ type: "PAYMENT_REPORTED"; at: string } & PaymentReport);
+
+/** Which SPEI payment a report names: the CEP portal finds a payment by these (and the amount). */
+export interface PaymentReportId {
+  cepTrackingKey: string;
+  /** YYYY-MM-DD, the day the buyer paid. */
+  operationDate: string;
+  /** The sending bank's SPEI participant code (5 digits). */
+  senderBankCode: string;
+}
+
+/** A buyer's payment report (src/payments/report.ts). */
+export interface PaymentReport extends PaymentReportId {
+  /** What the buyer says was paid, 2 decimals: the portal looks a payment up by its exact amount. */
+  amountMxn: string;
+}
+
+/** Two reports name the same payment: tracking keys compare without letter case, like the portal's. */
+export function samePayment(a: PaymentReportId, b: PaymentReportId): boolean {
+  return a.cepTrackingKey.toUpperCase() === b.cepTrackingKey.toUpperCase() && a.operationDate === b.operationDate && a.senderBankCode === b.senderBankCode;
+}
+
+/** The report of this payment among those being verified, if any. */
+export function paymentBeingVerified(context: Pick<OrderContext, "verifyingPayments">, payment: PaymentReportId): PaymentReport | undefined {
+  return (context.verifyingPayments ?? []).find((report) => samePayment(report, payment));
+}
 
 /** The effects an order transition causes; the store writes each in the transition's transaction. */
 export type OrderEffect =
   | { type: "timeline"; params: { event: string; data: Record<string, unknown> } }
   | { type: "notify"; params: { eventType: EventType; data: Record<string, unknown> } }
   | { type: "startTimer"; params: { timer: TimerKind; dueAt: string } }
-  | { type: "sendTransaction"; params: { action: ChainAction } }
+  | { type: "sendTransaction"; params: { action: ChainAction; params?: { outcome: DisputeOutcome } } }
   | { type: "verifyPayment"; params: { cepTrackingKey: string; operationDate: string; senderBankCode: string } };
 
 const timerMatches = (timer: TimerKind, due: (context: OrderContext) => string | null) => ({
@@ -88,12 +118,12 @@ export const orderMachine = setup({
     timeline: (_, _params: { event: string; data: Record<string, unknown> }) => undefined,
     notify: (_, _params: { eventType: EventType; data: Record<string, unknown> }) => undefined,
     startTimer: (_, _params: { timer: TimerKind; dueAt: string }) => undefined,
-    sendTransaction: (_, _params: { action: ChainAction }) => undefined,
+    sendTransaction: (_, _params: { action: ChainAction; params?: { outcome: DisputeOutcome } }) => undefined,
     verifyPayment: (_, _params: { cepTrackingKey: string; operationDate: string; senderBankCode: string }) => undefined,
     openDispute: enqueueActions(({ enqueue, event }) => {
       if (event.type !== "DISPUTE_OPENED") return;
       const openedBy = event.byBuyer ? ("BUYER" as const) : ("SELLER" as const);
-      enqueue.assign({ disputeOpenedBy: openedBy });
+      enqueue.assign({ disputeOpenedBy: openedBy, disputeOutcome: null, resolutionRequest: null });
       // Named actions declared beside this one cannot be typed from inside setup(); the shapes are OrderEffect's.
       const effects: OrderEffect[] = [
         { type: "timeline", params: { event: "DISPUTED", data: { openedBy, wallet: event.openedBy, txHash: event.txHash } } },
@@ -103,9 +133,29 @@ export const orderMachine = setup({
     }),
   },
   guards: {
+    // Payment proof: a report is verified once at a time, and only a verdict on a report being verified counts.
+    paymentNotBeingVerified: ({ context, event }) => event.type === "PAYMENT_REPORTED" && !paymentBeingVerified(context, event),
+    paymentVerifiedInLockWindow: ({ context, event }) =>
+      event.type === "PAYMENT_VERIFIED" &&
+      paymentBeingVerified(context, event) !== undefined &&
+      context.lockExpiresAt !== null &&
+      Date.parse(event.at) < Date.parse(context.lockExpiresAt),
+    paymentRejectedWhileVerified: ({ context, event }) => event.type === "PAYMENT_REJECTED" && paymentBeingVerified(context, event) !== undefined,
+    lockRefundedBeforeRelease: ({ event }) => event.type === "REFUNDED" && event.reason === "LOCK_EXPIRED",
     depositTimerDue: timerMatches("DEPOSIT_TIMEOUT", (context) => context.expiresAt),
     listingTimerDue: timerMatches("LISTING_TIMEOUT", (context) => context.expiresAt),
     lockTimerDue: timerMatches("LOCK_TIMEOUT", (context) => context.lockExpiresAt),
+    // Named (not inline) so the definition served to the operator console labels each edge.
+    cancelNotRequested: ({ context }) => !context.cancelRequested,
+    refundedForListingExpiry: ({ event }) => event.type === "REFUNDED" && event.reason === "LISTING_EXPIRED",
+    refundedForCancellation: ({ event }) => event.type === "REFUNDED" && event.reason === "CANCELLED",
+    refundedForLockExpiry: ({ event }) => event.type === "REFUNDED" && event.reason === "LOCK_EXPIRED",
+    retryOutcome: ({ event }) => event.type === "DISPUTE_RESOLVED" && event.outcome === "NO_FAULT_RETRY",
+    releasingOutcome: ({ context }) => context.disputeOutcome === "BUYER" || context.disputeOutcome === "NO_FAULT_RELEASE",
+    refundingOutcome: ({ context, event }) =>
+      event.type === "REFUNDED" && event.reason === "DISPUTE" && (context.disputeOutcome === "SELLER" || context.disputeOutcome === "NO_FAULT_REFUND"),
+    // One resolution per dispute: asking again while the first is on its way sends nothing.
+    noResolutionPending: ({ context }) => !context.resolutionRequest,
   },
 }).createMachine({
   id: "order",
@@ -121,11 +171,13 @@ export const orderMachine = setup({
     cepTrackingKey: null,
     cepHash: null,
     cepValidatedAt: null,
+    verifyingPayments: [],
     releaseTxHash: null,
     refundTxHash: null,
     completedAt: null,
     disputeOpenedBy: null,
     disputeOutcome: null,
+    resolutionRequest: null,
     cancelRequested: false,
   }),
   states: {
@@ -176,7 +228,7 @@ export const orderMachine = setup({
           ],
         },
         CANCEL: {
-          guard: ({ context }) => !context.cancelRequested,
+          guard: "cancelNotRequested",
           actions: [
             assign({ cancelRequested: true }),
             { type: "timeline", params: { event: "CANCELLATION_REQUESTED", data: {} } },
@@ -185,7 +237,7 @@ export const orderMachine = setup({
         },
         REFUNDED: [
           {
-            guard: ({ event }) => event.reason === "LISTING_EXPIRED",
+            guard: "refundedForListingExpiry",
             target: "EXPIRED",
             actions: [
               assign(({ event }) => ({ refundTxHash: event.txHash })),
@@ -193,7 +245,7 @@ export const orderMachine = setup({
             ],
           },
           {
-            guard: ({ event }) => event.reason === "CANCELLED",
+            guard: "refundedForCancellation",
             target: "REFUNDED",
             actions: [
               assign(({ event }) => ({ refundTxHash: event.txHash })),
@@ -205,26 +257,58 @@ export const orderMachine = setup({
       },
     },
     LOCKED: {
+      // Reports made before a dispute are not verified after it: the buyer reports again.
+      entry: assign({ verifyingPayments: [] }),
       on: {
         // The buyer's SPEI report: the CEP is fetched and checked by a job, which answers with
-        // PAYMENT_VERIFIED or PAYMENT_REJECTED.
+        // PAYMENT_VERIFIED or PAYMENT_REJECTED. The same payment reported again while it is being
+        // verified changes nothing (no second job).
         PAYMENT_REPORTED: {
+          guard: "paymentNotBeingVerified",
           actions: [
-            { type: "timeline", params: ({ event }) => ({ event: "PAYMENT_REPORTED", data: { cepTrackingKey: event.cepTrackingKey, operationDate: event.operationDate, senderBankCode: event.senderBankCode } }) },
+            assign(({ context, event }) => ({
+              verifyingPayments: [
+                ...(context.verifyingPayments ?? []),
+                { cepTrackingKey: event.cepTrackingKey, operationDate: event.operationDate, senderBankCode: event.senderBankCode, amountMxn: event.amountMxn },
+              ],
+            })),
+            {
+              type: "timeline",
+              params: ({ event }) => ({
+                event: "PAYMENT_REPORTED",
+                data: { cepTrackingKey: event.cepTrackingKey, operationDate: event.operationDate, senderBankCode: event.senderBankCode, amountMxn: event.amountMxn },
+              }),
+            },
             { type: "verifyPayment", params: ({ event }) => ({ cepTrackingKey: event.cepTrackingKey, operationDate: event.operationDate, senderBankCode: event.senderBankCode }) },
           ],
         },
+        // Only a report being verified, and only before the lock expires: after it the lock-expiry refund
+        // may already be on its way, and the release must never race it.
         PAYMENT_VERIFIED: {
+          guard: "paymentVerifiedInLockWindow",
           target: "PENDING_RELEASE",
           actions: [
-            assign(({ event }) => ({ cepTrackingKey: event.cepTrackingKey, cepHash: event.cepHash, cepValidatedAt: event.at })),
-            { type: "timeline", params: ({ event }) => ({ event: "PAYMENT_VERIFIED", data: { cepTrackingKey: event.cepTrackingKey } }) },
-            { type: "notify", params: ({ event }) => ({ eventType: "order.payment_verified" as const, data: { cepTrackingKey: event.cepTrackingKey } }) },
+            assign(({ event }) => ({ cepTrackingKey: event.cepTrackingKey, cepHash: event.cepHash, cepValidatedAt: event.at, verifyingPayments: [] })),
+            {
+              type: "timeline",
+              params: ({ event }) => ({ event: "PAYMENT_VERIFIED", data: { cepTrackingKey: event.cepTrackingKey, amountMxn: event.amountMxn, paidAt: event.paidAt } }),
+            },
+            { type: "notify", params: ({ event }) => ({ eventType: "order.payment_verified" as const, data: { cepTrackingKey: event.cepTrackingKey, cepValidatedAt: event.at } }) },
             { type: "sendTransaction", params: { action: "confirmPayment" as const } },
           ],
         },
         PAYMENT_REJECTED: {
-          actions: { type: "timeline", params: ({ event }) => ({ event: "PAYMENT_REJECTED", data: { cepTrackingKey: event.cepTrackingKey, reason: event.reason, message: event.message } }) },
+          guard: "paymentRejectedWhileVerified",
+          actions: [
+            assign(({ context, event }) => ({ verifyingPayments: (context.verifyingPayments ?? []).filter((report) => !samePayment(report, event)) })),
+            {
+              type: "timeline",
+              params: ({ event }) => ({
+                event: "PAYMENT_REJECTED",
+                data: { cepTrackingKey: event.cepTrackingKey, operationDate: event.operationDate, senderBankCode: event.senderBankCode, reason: event.reason, message: event.message },
+              }),
+            },
+          ],
         },
         TIMER_FIRED: {
           guard: "lockTimerDue",
@@ -234,7 +318,7 @@ export const orderMachine = setup({
           ],
         },
         REFUNDED: {
-          guard: ({ event }) => event.reason === "LOCK_EXPIRED",
+          guard: "refundedForLockExpiry",
           target: "REFUNDED",
           actions: [
             assign(({ event }) => ({ refundTxHash: event.txHash })),
@@ -260,18 +344,47 @@ export const orderMachine = setup({
         // A dispute opened on chain before the release transaction was mined: the chain refused the
         // release, so the order follows the chain into DISPUTED.
         DISPUTE_OPENED: { target: "DISPUTED", actions: "openDispute" },
+        // Anyone may refund an expired lock: a refund mined before the release (verified just before
+        // expiry) wins on chain, the release is skipped, and the order follows the chain.
+        REFUNDED: {
+          guard: "lockRefundedBeforeRelease",
+          target: "REFUNDED",
+          actions: [
+            assign(({ event }) => ({ refundTxHash: event.txHash })),
+            { type: "timeline", params: ({ event }) => ({ event: "LOCK_EXPIRED", data: { refundTxHash: event.txHash, releaseSkipped: true } }) },
+            { type: "notify", params: { eventType: "order.lock_expired" as const, data: {} } },
+            { type: "timeline", params: ({ event }) => ({ event: "REFUNDED", data: { reason: "LOCK_EXPIRED", refundTxHash: event.txHash } }) },
+            { type: "notify", params: ({ event }) => ({ eventType: "order.refunded" as const, data: { refundTxHash: event.txHash, reason: "LOCK_EXPIRED" } }) },
+          ],
+        },
       },
     },
     DISPUTED: {
       on: {
+        // The administrator's decision (POST /admin/v1/orders/:id/resolve): recorded, and the arbiter's
+        // resolveDispute transaction requested once; the order then follows the chain (DISPUTE_RESOLVED).
+        RESOLUTION_REQUESTED: {
+          guard: "noResolutionPending",
+          actions: [
+            assign(({ event }) => ({ resolutionRequest: { outcome: event.outcome, note: event.note, requestedAt: event.at } })),
+            { type: "timeline", params: ({ event }) => ({ event: "DISPUTE_RESOLUTION_REQUESTED", data: { outcome: event.outcome, note: event.note } }) },
+            { type: "sendTransaction", params: ({ event }) => ({ action: "resolveDispute" as const, params: { outcome: event.outcome } }) },
+          ],
+        },
         DISPUTE_RESOLVED: [
           {
-            guard: ({ event }) => event.outcome === "NO_FAULT_RETRY",
+            guard: "retryOutcome",
             target: "LOCKED",
             actions: [
-              assign(({ event }) => ({ disputeOutcome: event.outcome, lockExpiresAt: event.newLockExpiresAt })),
+              assign(({ event }) => ({ disputeOutcome: event.outcome, lockExpiresAt: event.newLockExpiresAt, resolutionRequest: null })),
               { type: "timeline", params: ({ event }) => ({ event: "DISPUTE_RESOLVED", data: { outcome: event.outcome, txHash: event.txHash, lockExpiresAt: event.newLockExpiresAt } }) },
-              { type: "notify", params: ({ event }) => ({ eventType: "order.dispute_resolved" as const, data: { outcome: event.outcome, lockExpiresAt: event.newLockExpiresAt } }) },
+              {
+                type: "notify",
+                params: ({ context, event }) => ({
+                  eventType: "order.dispute_resolved" as const,
+                  data: { outcome: event.outcome, openedBy: context.disputeOpenedBy, lockExpiresAt: event.newLockExpiresAt },
+                }),
+              },
               { type: "startTimer", params: ({ event }) => ({ timer: "LOCK_TIMEOUT" as const, dueAt: event.newLockExpiresAt ?? event.at }) },
             ],
           },
@@ -284,7 +397,7 @@ export const orderMachine = setup({
           },
         ],
         RELEASED: {
-          guard: ({ context }) => context.disputeOutcome === "BUYER" || context.disputeOutcome === "NO_FAULT_RELEASE",
+          guard: "releasingOutcome",
           target: "COMPLETED",
           actions: [
             assign(({ event }) => ({ releaseTxHash: event.txHash, completedAt: event.at })),
@@ -299,7 +412,7 @@ export const orderMachine = setup({
           ],
         },
         REFUNDED: {
-          guard: ({ context, event }) => event.reason === "DISPUTE" && (context.disputeOutcome === "SELLER" || context.disputeOutcome === "NO_FAULT_REFUND"),
+          guard: "refundingOutcome",
           target: "REFUNDED",
           actions: [
             assign(({ event }) => ({ refundTxHash: event.txHash })),

@@ -2,7 +2,7 @@ import { initialTransition, transition } from "xstate";
 import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
-import { orderMachine, type ChainAction, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
+import { orderMachine, type ChainAction, type DisputeOutcome, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
 
 /**
  * What a transition's effects need from the outside, implemented by the jobs and webhooks layers and
@@ -11,7 +11,7 @@ import { orderMachine, type ChainAction, type EventType, type OrderContext, type
 export interface OrderEffectPorts {
   notify(tx: Queryable, event: { partnerId: string; orderId: string; partnerUserRef: string; eventType: EventType; status: OrderStatus; data: Record<string, unknown> }): Promise<void>;
   startTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
-  sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string }): Promise<void>;
+  sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string; params?: { outcome: DisputeOutcome } }): Promise<void>;
   verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;
 }
 
@@ -78,7 +78,12 @@ async function performEffects(
         break;
       case "sendTransaction":
         // One request per order version: a re-delivered job or event cannot ask for a second transaction.
-        await ports.sendTransaction(tx, { orderId: order.id, action: effect.params.action, requestKey: `${order.id}:${effect.params.action}:${order.version}` });
+        await ports.sendTransaction(tx, {
+          orderId: order.id,
+          action: effect.params.action,
+          requestKey: `${order.id}:${effect.params.action}:${order.version}`,
+          ...(effect.params.params ? { params: effect.params.params } : {}),
+        });
         break;
       case "verifyPayment":
         await ports.verifyPayment(tx, { orderId: order.id, ...effect.params });

@@ -124,7 +124,9 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     const data = calldata(row);
     const to = gateway.settings.escrowAddress;
     try {
-      await gateway.publicClient.call({ account: account.address, to, data });
+      // Against the pending block: on an idle chain the latest block's timestamp may predate a deadline
+      // the next block will have passed.
+      await gateway.publicClient.call({ account: account.address, to, data, blockTag: "pending" });
     } catch (error) {
       const revert = error instanceof BaseError ? error.walk((e) => e instanceof ContractFunctionRevertedError) : undefined;
       throw new TransactionNotYetPossibleError(`${row.action} would revert: ${(revert as Error | undefined)?.message ?? (error as Error).message}`);

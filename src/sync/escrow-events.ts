@@ -104,22 +104,35 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     );
   }
 
-  /** Applies the next batch of final-enough events; returns how many were consumed. */
-  async function pollOnce(): Promise<number> {
-    const head = await readIndexerHead(pool, indexerSchema);
-    if (!head) return 0;
-    const safeBlock = (head.latestBlock - BigInt(confirmations)).toString();
-    const [block, logIndex] = await cursor(pool);
-    const { rows } = await pool
-      .query<EscrowEventRow>(
+  /** The next batch of final-enough events, read with the indexer's head in one snapshot. */
+  async function nextBatch(): Promise<EscrowEventRow[]> {
+    const client = await pool.connect();
+    try {
+      // One REPEATABLE READ snapshot: Ponder writes a block's rows and its head marker together and
+      // reverts them together, so rows at or below the head read here are exactly the chain's events.
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      const head = await readIndexerHead(client, indexerSchema);
+      if (!head) return [];
+      const safeBlock = (head.latestBlock - BigInt(confirmations)).toString();
+      const [block, logIndex] = await cursor(client);
+      const { rows } = await client.query<EscrowEventRow>(
         `SELECT id, block_number, block_hash, block_timestamp, transaction_hash, log_index, event_name, order_id, args FROM ${table}
           WHERE (block_number, log_index) > ($1::bigint, $2::int) AND block_number <= $3 ORDER BY block_number, log_index LIMIT $4`,
         [block, logIndex, safeBlock, batchSize],
-      )
-      .catch((error: { code?: string }) => {
-        if (error.code === "42P01") return { rows: [] as EscrowEventRow[] }; // the indexer has not created its tables yet
-        throw error;
-      });
+      );
+      return rows;
+    } catch (error) {
+      if ((error as { code?: string }).code === "42P01") return []; // the indexer has not created its tables yet
+      throw error;
+    } finally {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release();
+    }
+  }
+
+  /** Applies the next batch of final-enough events; returns how many were consumed. */
+  async function pollOnce(): Promise<number> {
+    const rows = await nextBatch();
     for (const row of rows) await withTransaction(pool, (tx) => applyRow(tx, row));
     return rows.length;
   }

@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import type { Hex } from "viem";
+import { orderEffectPorts } from "../../src/jobs/order-jobs.ts";
+import { applyOrderEvent } from "../../src/orders/store.ts";
+import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+
+type Json = Record<string, unknown>;
+
+// Short windows so the pg-boss timers fire within the test: the listing and lock windows are also in
+// the signed terms, so the contract enforces the same deadlines.
+let stack: TradeStack;
+before(async () => {
+  stack = await startTradeStack({ LISTING_TIMEOUT_SECONDS: "4", LOCK_WINDOW_SECONDS: "4" });
+});
+after(() => stack?.close());
+
+const sandbox = (orderId: string, action: string, body: Json = {}) =>
+  stack.service.api<Json>("POST", `/sandbox/orders/${orderId}/${action}`, { key: stack.partner.apiKey, body });
+
+async function eventTypes(orderId: string): Promise<string[]> {
+  const { rows } = await stack.service.pool.query<{ event_type: string }>("SELECT event_type FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
+  return rows.map((row) => row.event_type);
+}
+
+test("an ACTIVE order nobody locks before the listing expires is refunded on chain and ends EXPIRED", async () => {
+  const order = await placeOrder(stack);
+  await sandbox(order.id, "deposit");
+  await waitForStatus(stack, order.id, "ACTIVE");
+  const detail = await waitForStatus(stack, order.id, "EXPIRED", 40_000);
+  assert.match(String(detail.refundTxHash), /^0x[0-9a-f]{64}$/);
+  assert.equal(await stack.service.chain!.gateway.escrowStatus(String(detail.escrowOrderId) as Hex), "Refunded");
+  assert.deepEqual(await eventTypes(order.id), ["order.created", "order.deposit_confirmed", "order.expired"]);
+  const timeline = (detail.timeline as { event: string }[]).map((entry) => entry.event);
+  assert.deepEqual(timeline, ["CREATED", "DEPOSIT_CONFIRMED", "LISTING_EXPIRY_REQUESTED", "EXPIRED"]);
+});
+
+test("a LOCKED order with no payment before the lock expires is refunded to the seller and ends REFUNDED", async () => {
+  const order = await placeOrder(stack);
+  await sandbox(order.id, "deposit");
+  await waitForStatus(stack, order.id, "ACTIVE");
+  assert.equal((await sandbox(order.id, "lock")).status, 200);
+  await waitForStatus(stack, order.id, "LOCKED");
+  const detail = await waitForStatus(stack, order.id, "REFUNDED", 40_000);
+  assert.deepEqual(await eventTypes(order.id), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);
+  const { rows } = await stack.service.pool.query("SELECT action, status FROM chain_transactions WHERE order_id = $1", [order.id]);
+  assert.deepEqual(rows, [{ action: "refundExpiredLock", status: "MINED" }]);
+  assert.match(String(detail.refundTxHash), /^0x[0-9a-f]{64}$/);
+});
+
+test("a timer that fires after the order moved on changes nothing", async () => {
+  const order = await placeOrder(stack);
+  await sandbox(order.id, "deposit");
+  await waitForStatus(stack, order.id, "ACTIVE");
+  // The deposit timer (30 min) is still queued; fire it now, as pg-boss would after a delay.
+  const result = await applyOrderEvent(stack.service.pool, orderEffectPorts(stack.service.boss), order.id, {
+    type: "TIMER_FIRED",
+    timer: "DEPOSIT_TIMEOUT",
+    dueAt: String(order.expiresAt),
+    at: new Date().toISOString(),
+  });
+  assert.equal(result.changed, false);
+  assert.equal(result.status, "ACTIVE");
+});

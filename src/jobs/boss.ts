@@ -6,7 +6,15 @@ export type { PgBoss };
 
 /** pg-boss in its own schema of the service's database: timers, retries and periodic work survive restarts. */
 export async function startJobs(databaseUrl: string, logger: Logger): Promise<PgBoss> {
-  const boss = new PgBoss({ connectionString: databaseUrl, schema: "pgboss", application_name: "offramp-jobs" });
+  const boss = new PgBoss({
+    connectionString: databaseUrl,
+    schema: "pgboss",
+    application_name: "offramp-jobs",
+    // A job whose worker died (SIGKILL) is retried once its expiry passes and the supervisor notices:
+    // supervising every 10 s instead of 60 s bounds that recovery to the job's expiry plus ~10 s.
+    superviseIntervalSeconds: 10,
+    monitorIntervalSeconds: 10,
+  });
   boss.on("error", (error) => logger.error({ err: error }, "job queue error"));
   await boss.start();
   return boss;

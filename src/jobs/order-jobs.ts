@@ -52,7 +52,7 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
 export async function createOrderQueues(boss: PgBoss): Promise<void> {
   await boss.createQueue(ORDER_TIMER_QUEUE, { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300 });
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  await boss.createQueue(CHAIN_SEND_QUEUE, { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 180 });
+  await boss.createQueue(CHAIN_SEND_QUEUE, { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90 });
   await boss.createQueue(PAYMENT_VERIFY_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300 });
 }
 

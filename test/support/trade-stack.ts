@@ -6,6 +6,7 @@ import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment
 import { startIndexer, type Indexer } from "../../src/chain/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
+import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import { createTestDatabase } from "./database.ts";
 import { startTestService, type TestService } from "./service.ts";
 
@@ -20,22 +21,26 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export interface TradeStack {
+export interface ChainStack {
   chain: LocalChain;
   deployment: Deployment;
+  databaseUrl: string;
   indexer: Indexer;
   indexerSchema: string;
+  /** What startService needs to reach the chain. */
+  chainSettings: ChainSettings;
+  close(): Promise<void>;
+}
+
+export interface TradeStack extends Omit<ChainStack, "close"> {
   service: TestService;
   /** A partner with its credentials, created through the admin API. */
   partner: { id: string; apiKey: string; webhookSecret: string };
   close(): Promise<void>;
 }
 
-/**
- * The real thing for trade tests: a Hardhat node with the escrow deployed, Ponder indexing it into the
- * test database, and the service consuming Ponder's events. `env` sets the service's configuration.
- */
-export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}): Promise<TradeStack> {
+/** A Hardhat node with the escrow deployed and Ponder indexing it into a fresh test database. */
+export async function startChainStack(): Promise<ChainStack> {
   if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
   // Everything started so far is stopped if a later step fails, so a failed set-up never hangs the run.
   const started: (() => Promise<void>)[] = [];
@@ -66,23 +71,46 @@ export async function startTradeStack(env: Record<string, string> = {}, partnerF
       logLevel: "warn",
     });
     started.push(() => indexer.stop());
-    const service = await startTestService(env, {
-      databaseUrl: database.url,
-      indexerSchema,
-      chain: {
-        rpcUrl: chain.rpcUrl,
-        chainId: deployment.chainId,
-        escrowAddress: deployment.escrowAddress,
-        usdcAddress: deployment.usdcAddress,
-        servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
-        arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
-      },
-    });
-    started.push(() => service.close());
-    const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
-    return { chain, deployment, indexer, indexerSchema, service, partner, close };
+    const chainSettings: ChainSettings = {
+      rpcUrl: chain.rpcUrl,
+      chainId: deployment.chainId,
+      escrowAddress: deployment.escrowAddress,
+      usdcAddress: deployment.usdcAddress,
+      servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
+      arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
+    };
+    return { chain, deployment, databaseUrl: database.url, indexer, indexerSchema, chainSettings, close };
   } catch (error) {
     await close();
+    throw error;
+  }
+}
+
+/**
+ * The real thing for trade tests: the chain stack plus the service consuming Ponder's events, and an
+ * ENTERPRISE partner. `env` sets the service's configuration.
+ */
+export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}): Promise<TradeStack> {
+  const chainStack = await startChainStack();
+  try {
+    const service = await startTestService(env, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
+    try {
+      const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
+      return {
+        ...chainStack,
+        service,
+        partner,
+        async close() {
+          await service.close();
+          await chainStack.close();
+        },
+      };
+    } catch (error) {
+      await service.close();
+      throw error;
+    }
+  } catch (error) {
+    await chainStack.close();
     throw error;
   }
 }

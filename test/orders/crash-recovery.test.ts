@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { encodeFunctionData, keccak256, type Hex } from "viem";
+import { escrowAbi } from "../../src/chain/escrow-abi.ts";
+import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
+import { createTransactionSender, recordTransactionRequest } from "../../src/chain/transaction-sender.ts";
+import { createPool, type Pool } from "../../src/db/pool.ts";
+import { createLogger } from "../../src/logger.ts";
+import { ADMIN_TOKEN } from "../support/service.ts";
+import type { ServiceProcessSpec } from "../support/service-process.ts";
+import { SELLER_CLABE, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
+
+type Json = Record<string, unknown>;
+
+let stack: ChainStack;
+let pool: Pool;
+let service: { process: ChildProcess; baseUrl: string } | undefined;
+let apiKey: string;
+
+const spec = (): ServiceProcessSpec => ({
+  env: { LOCK_WINDOW_SECONDS: "4" },
+  databaseUrl: stack.databaseUrl,
+  indexerSchema: stack.indexerSchema,
+  chain: stack.chainSettings,
+});
+
+/** Starts the service in a child process and waits for it to listen. */
+async function startServiceProcess(): Promise<{ process: ChildProcess; baseUrl: string }> {
+  const child = spawn(process.execPath, ["test/support/service-process.ts"], {
+    env: { ...process.env, OFFRAMP_TEST_SERVICE: JSON.stringify(spec()) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /READY (\S+)/.exec(output);
+      if (match) resolve(match[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`service exited with ${code} before it was ready`)));
+  });
+  return { process: child, baseUrl };
+}
+
+async function killService(): Promise<void> {
+  if (!service) return;
+  const exited = once(service.process, "exit");
+  service.process.kill("SIGKILL");
+  await exited;
+  service = undefined;
+}
+
+async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Json }> {
+  const response = await fetch(`${service!.baseUrl}${path}`, {
+    method,
+    headers: { "Content-Type": "application/json", ...headers },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+const api = (method: string, path: string, body?: unknown) => call(method, `/api/v1${path}`, body, { "X-API-Key": apiKey });
+
+async function status(orderId: string): Promise<string> {
+  const { rows } = await pool.query<{ status: string }>("SELECT status FROM orders WHERE id = $1", [orderId]);
+  return rows[0]!.status;
+}
+
+before(async () => {
+  stack = await startChainStack();
+  pool = createPool(stack.databaseUrl);
+  service = await startServiceProcess();
+  const partner = await call("POST", "/admin/v1/partners", { name: "Crash partner", tier: "ENTERPRISE", kycModel: "PARTNER_MANAGED" }, { Authorization: `Bearer ${ADMIN_TOKEN}` });
+  apiKey = String(partner.body.apiKey);
+});
+after(async () => {
+  await killService();
+  await pool?.end();
+  await stack?.close();
+});
+
+describe("a SIGKILL of the service in the middle of a trade", () => {
+  test("loses no order, timer or event, and sends no transaction twice", async () => {
+    await api("POST", "/users", { partnerUserRef: "crash-user" });
+    const quote = await api("POST", "/quotes", { type: "SELL", amountUsdc: 50, partnerUserRef: "crash-user" });
+    const order = await api("POST", "/orders", { quoteId: quote.body.id, partnerUserRef: "crash-user", sellerClabe: SELLER_CLABE });
+    assert.equal(order.status, 201);
+    const orderId = String(order.body.id);
+
+    // Killed right after the deposit is mined, before the consumer can apply it.
+    assert.equal((await api("POST", `/sandbox/orders/${orderId}/deposit`)).status, 200);
+    await killService();
+    service = await startServiceProcess();
+    await waitFor("ACTIVE after the restart", async () => ((await status(orderId)) === "ACTIVE" ? true : undefined));
+
+    // Killed right after the lock is mined.
+    assert.equal((await api("POST", `/sandbox/orders/${orderId}/lock`)).status, 200);
+    await killService();
+    service = await startServiceProcess();
+    await waitFor("LOCKED after the restart", async () => ((await status(orderId)) === "LOCKED" ? true : undefined));
+
+    // Killed as soon as the lock timer has asked for the refund: the sender may be signing, broadcasting
+    // or waiting for the receipt. The 4-second lock timer lives in pg-boss, so it survives the kill.
+    await waitFor("the lock expiry refund request", async () => {
+      const { rows } = await pool.query("SELECT 1 FROM order_timeline WHERE order_id = $1 AND event = 'LOCK_EXPIRY_REFUND_REQUESTED'", [orderId]);
+      return rows.length ? true : undefined;
+    }, 30_000);
+    await killService();
+    await sleep(500);
+    service = await startServiceProcess();
+    await waitFor("REFUNDED after the restart", async () => ((await status(orderId)) === "REFUNDED" ? true : undefined), 150_000);
+
+    const { rows: refunds } = await pool.query(
+      `SELECT count(*)::int AS n FROM "${stack.indexerSchema}".escrow_event WHERE event_name = 'Refunded' AND order_id = $1`,
+      [String(order.body.escrowOrderId)],
+    );
+    assert.equal(refunds[0].n, 1, "one refund on chain");
+    const { rows: sent } = await pool.query("SELECT action, status FROM chain_transactions WHERE order_id = $1", [orderId]);
+    assert.deepEqual(sent, [{ action: "refundExpiredLock", status: "MINED" }]);
+    const { rows: events } = await pool.query<{ event_type: string; sequence: number }>("SELECT event_type, sequence FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
+    assert.deepEqual(events.map((event) => event.event_type), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);
+    assert.deepEqual(events.map((event) => event.sequence), [1, 2, 3, 4, 5]);
+  });
+});
+
+describe("the transaction sender after a crash", () => {
+  async function lockedOrderId(): Promise<{ id: string; escrowOrderId: Hex }> {
+    const ref = `sender-${Math.random().toString(36).slice(2, 8)}`;
+    await api("POST", "/users", { partnerUserRef: ref });
+    const quote = await api("POST", "/quotes", { type: "SELL", amountUsdc: 5, partnerUserRef: ref });
+    const order = await api("POST", "/orders", { quoteId: quote.body.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE });
+    const id = String(order.body.id);
+    await api("POST", `/sandbox/orders/${id}/deposit`);
+    await waitFor("ACTIVE", async () => ((await status(id)) === "ACTIVE" ? true : undefined));
+    return { id, escrowOrderId: order.body.escrowOrderId as Hex };
+  }
+
+  test("rebroadcasts the stored bytes when the crash came between storing and broadcasting", async () => {
+    const { id, escrowOrderId } = await lockedOrderId();
+    const gateway = createEscrowGateway(stack.chainSettings);
+    // The state a crash leaves after the signed transaction was stored and before it was broadcast.
+    const requestId = (await recordTransactionRequest(pool, { orderId: id, action: "cancel", requestKey: `${id}:test-cancel` }))!;
+    const wallet = gateway.walletClient(gateway.service);
+    const nonce = await gateway.publicClient.getTransactionCount({ address: gateway.service.address, blockTag: "pending" });
+    const request = await wallet.prepareTransactionRequest({
+      to: stack.chainSettings.escrowAddress,
+      data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [escrowOrderId] }),
+      nonce,
+      chain: gateway.chain,
+    });
+    const raw = await wallet.signTransaction(request);
+    await pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, status = 'SENT' WHERE id = $1", [requestId, raw, keccak256(raw), nonce]);
+
+    const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });
+    assert.equal(await sender.process(requestId), "MINED");
+    const receipt = await gateway.publicClient.getTransactionReceipt({ hash: keccak256(raw) });
+    assert.equal(receipt.status, "success", "the very bytes stored before the crash were mined");
+    assert.equal(await gateway.escrowStatus(escrowOrderId), "Refunded");
+  });
+
+  test("does not send again when the transaction was mined before the crash", async () => {
+    const { id, escrowOrderId } = await lockedOrderId();
+    const gateway = createEscrowGateway(stack.chainSettings);
+    const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });
+    const requestId = (await recordTransactionRequest(pool, { orderId: id, action: "cancel", requestKey: `${id}:test-cancel-2` }))!;
+    assert.equal(await sender.process(requestId), "MINED");
+    // A crash before the outcome was recorded: the row still says SENT.
+    await pool.query("UPDATE chain_transactions SET status = 'SENT' WHERE id = $1", [requestId]);
+    const nonceBefore = await gateway.publicClient.getTransactionCount({ address: gateway.service.address });
+    assert.equal(await sender.process(requestId), "MINED");
+    assert.equal(await gateway.publicClient.getTransactionCount({ address: gateway.service.address }), nonceBefore, "nothing new was sent");
+    assert.equal(await gateway.escrowStatus(escrowOrderId), "Refunded");
+  });
+
+  test("skips an action the chain has already made pointless", async () => {
+    const { id } = await lockedOrderId();
+    const gateway = createEscrowGateway(stack.chainSettings);
+    const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });
+    const first = (await recordTransactionRequest(pool, { orderId: id, action: "cancel", requestKey: `${id}:a` }))!;
+    const second = (await recordTransactionRequest(pool, { orderId: id, action: "expireListing", requestKey: `${id}:b` }))!;
+    assert.equal(await sender.process(first), "MINED");
+    assert.equal(await sender.process(second), "SKIPPED");
+  });
+});

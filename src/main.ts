@@ -6,6 +6,7 @@ import { createPool, type Pool } from "./db/pool.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
 import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
 import { loadSanctionsList } from "./domain/sanctions.ts";
+import { operatorModule } from "./admin/module.ts";
 import { createApp, type RouteGroups } from "./http/app.ts";
 import { orderRoutes } from "./http/routes/orders.ts";
 import { createOrderQueues, orderEffectPorts, startOrderWorkers } from "./jobs/order-jobs.ts";
@@ -128,6 +129,20 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   // KYC (issue 6): provider client, POST /users/:ref/kyc, sandbox decision, admin usage, provider callback.
   const kyc = kycModule({ config, pool, logger, baseUrl, simulator: simulators?.kyc });
 
+  // Operator surface (issue 7): admin orders and dispute resolution, reputation, machine, stats, revenue; the console at /admin.
+  const operator = operatorModule({
+    pool,
+    ports,
+    indexerSchema: options.indexerSchema,
+    view: options.chain
+      ? {
+          chain: { chainId: options.chain.chainId, escrowAddress: options.chain.escrowAddress, tokenAddress: options.chain.usdcAddress },
+          listingWindowSeconds: config.listingTimeoutSeconds,
+          lockWindowSeconds: config.lockWindowSeconds,
+        }
+      : undefined,
+  });
+
   const { app } = createApp({
     config,
     pool,
@@ -142,8 +157,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           { prefix: KYC_SIMULATOR_PREFIX, router: simulators.kyc.router },
         ]
       : [],
-    routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss })],
-    publicRouters: [kyc.callbackRouter],
+    routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss }), operator.routes],
+    publicRouters: [kyc.callbackRouter, operator.consoleRouter],
   });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");

@@ -66,6 +66,7 @@ export const QuoteUserMismatchError = errorClass("QUOTE_USER_MISMATCH", 400, "pa
 export const VolumeLimitExceededError = errorClass("VOLUME_LIMIT_EXCEEDED", 403, "The tier's volume limit would be exceeded");
 export const OrderNotCancellableError = errorClass("ORDER_NOT_CANCELLABLE", 409, "The order can no longer be cancelled");
 export const OrderNotDisputedError = errorClass("ORDER_NOT_DISPUTED", 409, "The order is not disputed");
+export const ResolutionPendingError = errorClass("RESOLUTION_PENDING", 409, "A different resolution of this dispute is already on its way");
 export const InvalidStateError = errorClass("INVALID_STATE", 409, "The order is not in a state that allows this action");
 
 export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");

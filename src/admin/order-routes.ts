@@ -1,0 +1,113 @@
+import type { Pool } from "../db/pool.ts";
+import { OrderNotDisputedError, ResolutionPendingError, ValidationError } from "../domain/errors.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { pagination } from "../http/schema.ts";
+import { DISPUTE_OUTCOMES, ORDER_STATUSES, type DisputeOutcome } from "../orders/machine.ts";
+import { getOrderRow } from "../orders/queries.ts";
+import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
+import { AML_RISK_LEVELS, adminOrderDetail, listAdminOrders, readReputation, type AdminOrderDeps, type AdminOrderFilters } from "./orders.ts";
+
+export interface AdminOrderRouteDeps extends AdminOrderDeps {
+  pool: Pool;
+  ports: OrderEffectPorts;
+}
+
+const ADDRESS = "^0x[0-9a-fA-F]{40}$";
+
+/** Every partner's orders, one order in full, and dispute resolution (decisions section 12). */
+export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): void {
+  const { pool } = deps;
+
+  admin.add<unknown, AdminOrderFilters>(
+    {
+      method: "get",
+      path: "/orders",
+      tag: "Orders",
+      summary: "Every partner's orders, newest first, filtered by status, partner, user and AML risk level",
+      query: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          status: { enum: ORDER_STATUSES },
+          partnerId: { type: "string", minLength: 1, maxLength: 100 },
+          partnerUserRef: { type: "string", minLength: 1, maxLength: 255 },
+          amlRiskLevel: { enum: AML_RISK_LEVELS },
+          ...pagination,
+        },
+      },
+      responses: { 200: { description: "{ orders, total, limit, offset, hasMore }; each order is the partner list item plus partnerId, partnerName, amlRiskScore, dispute" } },
+      errors: ["VALIDATION_ERROR"],
+    },
+    async (ctx, { query }) => {
+      ctx.body = await listAdminOrders(pool, query);
+    },
+  );
+
+  admin.add(
+    {
+      method: "get",
+      path: "/orders/:id",
+      tag: "Orders",
+      summary: "One order: partner detail plus machine snapshot, path through the chart, deliveries, chain transactions, escrow and reputation",
+      responses: { 200: { description: "Admin order detail" } },
+      errors: ["NOT_FOUND"],
+    },
+    async (ctx, { params }) => {
+      ctx.body = await adminOrderDetail(pool, deps, params.id!);
+    },
+  );
+
+  admin.add<{ outcome: DisputeOutcome; note?: string | null }>(
+    {
+      method: "post",
+      path: "/orders/:id/resolve",
+      tag: "Orders",
+      summary: "Resolve a dispute: the arbiter's transaction is sent once, and the order follows the chain",
+      description:
+        "Only while DISPUTED (else 409 ORDER_NOT_DISPUTED). BUYER and NO_FAULT_RELEASE release to the buyer (COMPLETED), SELLER and " +
+        "NO_FAULT_REFUND refund the seller (REFUNDED), NO_FAULT_RETRY returns the order to LOCKED with a new lock window; BUYER costs the " +
+        "seller 50 reputation points on chain, SELLER the buyer. The answer is the order as it stands, still DISPUTED with " +
+        "`dispute.resolutionRequest` set: the status changes when the indexer sees the transaction. Asking again with the same outcome " +
+        "sends nothing more; a different outcome while one is on its way is 409 RESOLUTION_PENDING.",
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["outcome"],
+        properties: { outcome: { enum: DISPUTE_OUTCOMES }, note: { type: ["string", "null"], maxLength: 2000 } },
+      },
+      responses: { 200: { description: "Admin order detail" } },
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "ORDER_NOT_DISPUTED", "RESOLUTION_PENDING"],
+    },
+    async (ctx, { body, params }) => {
+      const row = await getOrderRow(pool, null, params.id!);
+      const note = body.note?.trim() ? body.note.trim() : null;
+      const result = await applyOrderEvent(pool, deps.ports, row.id, { type: "RESOLUTION_REQUESTED", outcome: body.outcome, note, at: new Date().toISOString() });
+      if (!result.changed && result.status !== "DISPUTED") throw new OrderNotDisputedError(`The order is ${result.status}; only a DISPUTED order can be resolved`);
+      const detail = await adminOrderDetail(pool, deps, row.id);
+      const pending = detail.dispute?.resolutionRequest;
+      if (!result.changed && pending && pending.outcome !== body.outcome) {
+        throw new ResolutionPendingError(`A ${pending.outcome} resolution was requested at ${pending.requestedAt} and is on its way to the chain`);
+      }
+      ctx.body = detail;
+    },
+  );
+
+  const schema = deps.indexerSchema;
+  if (schema) {
+    admin.add(
+      {
+        method: "get",
+        path: "/reputation/:address",
+        tag: "Orders",
+        summary: "An account's on-chain reputation as indexed (0 until it loses a dispute, -50 per loss)",
+        responses: { 200: { description: "{ address, score, updatedBlock, updatedAt }" } },
+        errors: ["VALIDATION_ERROR"],
+      },
+      async (ctx, { params }) => {
+        const address = params.address!;
+        if (!new RegExp(ADDRESS).test(address)) throw new ValidationError('"address" must be a 0x-prefixed 20-byte hex address');
+        ctx.body = await readReputation(pool, schema, address);
+      },
+    );
+  }
+}

@@ -1,0 +1,194 @@
+import { qualifiedTable } from "../chain/indexer-process.ts";
+import type { Queryable } from "../db/pool.ts";
+import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
+import type { OrderContext, OrderStatus } from "../orders/machine.ts";
+import { getOrderRow, orderDetailView, orderListItem, orderTimeline, type OrderRow, type OrderViewContext } from "../orders/queries.ts";
+import { listOrderDeliveries } from "../webhooks/deliveries.ts";
+import { orderPath } from "./order-path.ts";
+
+// Orders as operators see them (decisions section 12): every partner's, with what partners never see:
+// the machine snapshot, the webhook deliveries, the chain transactions the service sent, and the
+// on-chain view the indexer keeps (escrow status, payout split, the parties' reputation).
+
+export const AML_RISK_LEVELS = ["LOW", "MEDIUM", "HIGH"] as const;
+export type AmlRiskLevel = (typeof AML_RISK_LEVELS)[number];
+
+export interface AdminOrderFilters {
+  status?: OrderStatus;
+  partnerId?: string;
+  partnerUserRef?: string;
+  amlRiskLevel?: AmlRiskLevel;
+  limit: number;
+  offset: number;
+}
+
+type AdminOrderRow = OrderRow & { partner_name: string; fee_percent: string; fee_recipient: string };
+
+const SELECT_ADMIN_ORDER = `SELECT o.*, u.partner_user_ref, p.name AS partner_name
+  FROM orders o JOIN users u ON u.id = o.user_id JOIN partners p ON p.id = o.partner_id`;
+
+/** The partner API's list item plus who the order belongs to, its risk score and its dispute. */
+export function adminOrderListItem(row: AdminOrderRow) {
+  return {
+    ...orderListItem(row),
+    partnerId: row.partner_id,
+    partnerName: row.partner_name,
+    amlRiskScore: row.aml_risk_score,
+    dispute: row.dispute_opened_by ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome } : null,
+  };
+}
+
+/** Every partner's orders, newest first (`createdAt` desc, then `id` desc), filtered. */
+export async function listAdminOrders(db: Queryable, filters: AdminOrderFilters) {
+  const conditions: string[] = [];
+  const values: unknown[] = [];
+  const add = (column: string, value: unknown) => {
+    if (value === undefined) return;
+    values.push(value);
+    conditions.push(`${column} = $${values.length}`);
+  };
+  add("o.status", filters.status);
+  add("o.partner_id", filters.partnerId);
+  add("u.partner_user_ref", filters.partnerUserRef);
+  add("o.aml_risk_level", filters.amlRiskLevel);
+  const where = conditions.length ? `WHERE ${conditions.join(" AND ")}` : "";
+  const [{ rows }, count] = await Promise.all([
+    db.query<AdminOrderRow>(`${SELECT_ADMIN_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
+      ...values,
+      filters.limit,
+      filters.offset,
+    ]),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders o JOIN users u ON u.id = o.user_id ${where}`, values),
+  ]);
+  const total = count.rows[0]!.n;
+  return { orders: rows.map(adminOrderListItem), total, limit: filters.limit, offset: filters.offset, hasMore: filters.offset + rows.length < total };
+}
+
+interface TransactionRow {
+  id: string;
+  action: string;
+  params: Record<string, unknown>;
+  signer: string;
+  nonce: string | null;
+  tx_hash: string | null;
+  status: string;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The escrow transactions the service recorded for an order, in the order they were asked for. */
+export async function orderTransactions(db: Queryable, orderId: string) {
+  const { rows } = await db.query<TransactionRow>(
+    "SELECT id, action, params, signer, nonce, tx_hash, status, error, created_at, updated_at FROM chain_transactions WHERE order_id = $1 ORDER BY created_at, id",
+    [orderId],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    action: row.action,
+    params: row.params,
+    signer: row.signer,
+    nonce: row.nonce === null ? null : Number(row.nonce),
+    txHash: row.tx_hash,
+    status: row.status,
+    error: row.error,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  }));
+}
+
+export interface Reputation {
+  address: string;
+  /** The contract's score: 0 until a dispute is lost, then -50 per loss. */
+  score: number;
+  /** Block and time of the last change; null for an account never penalised. */
+  updatedBlock: number | null;
+  updatedAt: string | null;
+}
+
+/** An account's reputation as the indexer read it from the chain (absent row: the contract's 0). */
+export async function readReputation(db: Queryable, indexerSchema: string, address: string): Promise<Reputation> {
+  const account = address.toLowerCase();
+  try {
+    const { rows } = await db.query<{ score: string; updated_block: string; updated_at: string }>(
+      `SELECT score, updated_block, updated_at FROM ${qualifiedTable(indexerSchema, "reputation")} WHERE account = $1`,
+      [account],
+    );
+    const row = rows[0];
+    if (!row) return { address: account, score: 0, updatedBlock: null, updatedAt: null };
+    return { address: account, score: Number(row.score), updatedBlock: Number(row.updated_block), updatedAt: new Date(Number(row.updated_at) * 1000).toISOString() };
+  } catch (error) {
+    // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
+    if ((error as { code?: string }).code === "42P01") return { address: account, score: 0, updatedBlock: null, updatedAt: null };
+    throw error;
+  }
+}
+
+/** The indexer's view of the escrow order (on-chain status and, once released, the payout split). */
+async function readEscrow(db: Queryable, indexerSchema: string, escrowOrderId: string) {
+  let rows: Record<string, string | null>[];
+  try {
+    ({ rows } = await db.query<Record<string, string | null>>(`SELECT * FROM ${qualifiedTable(indexerSchema, "escrow_order")} WHERE order_id = $1`, [escrowOrderId.toLowerCase()]));
+  } catch (error) {
+    if ((error as { code?: string }).code === "42P01") return null;
+    throw error;
+  }
+  const row = rows[0];
+  if (!row) return null;
+  const usdc = (raw: string | null | undefined) => (raw === null || raw === undefined ? null : toJsonNumber(rawToUsdc(BigInt(raw))));
+  return {
+    /** The contract's Status name: Active, Locked, Disputed, Released or Refunded. */
+    status: row.status ?? null,
+    seller: row.seller ?? null,
+    buyer: row.buyer ?? null,
+    amountUsdc: usdc(row.amount),
+    lockExpiresAt: row.lock_expires_at ? new Date(Number(row.lock_expires_at) * 1000).toISOString() : null,
+    disputeOpenedBy: row.dispute_opened_by ?? null,
+    payout: row.buyer_amount === null ? null : { buyerUsdc: usdc(row.buyer_amount), feeUsdc: usdc(row.fee_amount), treasuryUsdc: usdc(row.treasury_amount) },
+  };
+}
+
+export interface AdminOrderDeps {
+  view: OrderViewContext;
+  /** The indexer's schema; without it the on-chain view and reputation are null. */
+  indexerSchema: string | undefined;
+}
+
+/**
+ * `GET /admin/v1/orders/:id`: the partner API's detail, plus the partner, the fee split, the dispute
+ * with any resolution asked for, the machine snapshot, the path through the chart, the webhook
+ * deliveries, the chain transactions, the escrow as indexed and both parties' reputation.
+ */
+export async function adminOrderDetail(db: Queryable, deps: AdminOrderDeps, orderId: string) {
+  const row = (await getOrderRow(db, null, orderId)) as AdminOrderRow;
+  const [timeline, deliveries, transactions, partner] = await Promise.all([
+    orderTimeline(db, row.id),
+    listOrderDeliveries(db, row.id),
+    orderTransactions(db, row.id),
+    db.query<{ name: string; tier: string }>("SELECT name, tier FROM partners WHERE id = $1", [row.partner_id]),
+  ]);
+  const snapshot = row.machine_snapshot as { value: OrderStatus; context: OrderContext };
+  const schema = deps.indexerSchema;
+  const party = async (address: string | null) => (schema && address ? readReputation(db, schema, address) : null);
+  const [escrow, seller, buyer] = await Promise.all([
+    schema ? readEscrow(db, schema, row.escrow_order_id) : Promise.resolve(null),
+    party(row.seller_wallet),
+    party(row.buyer_wallet),
+  ]);
+  return {
+    ...orderDetailView(row, timeline, deps.view),
+    partnerId: row.partner_id,
+    partnerName: partner.rows[0]?.name ?? null,
+    partnerTier: partner.rows[0]?.tier ?? null,
+    fee: { feePercent: toJsonNumber(row.fee_percent), feeRecipient: row.fee_recipient, feeBps: row.fee_bps, treasuryShareBps: row.treasury_share_bps },
+    dispute: row.dispute_opened_by
+      ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome, resolutionRequest: snapshot.context.resolutionRequest ?? null }
+      : null,
+    machine: { value: snapshot.value, context: snapshot.context, version: row.version },
+    path: orderPath(timeline),
+    deliveries,
+    transactions,
+    escrow,
+    reputation: { seller, buyer },
+  };
+}

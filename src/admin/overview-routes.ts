@@ -1,0 +1,77 @@
+import type { Pool } from "../db/pool.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { MONTH_PATTERN } from "../kyc/months.ts";
+import { machineDescription } from "./machine-definition.ts";
+import { partnerRevenue, revenueReport } from "./revenue.ts";
+import { adminStats } from "./stats.ts";
+
+const monthQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: { month: { type: "string", pattern: MONTH_PATTERN, description: "YYYY-MM (America/Mexico_City); default the current month" } },
+} as const;
+
+/** `GET /admin/v1/machine`, `/stats`, `/revenue` and `/partners/:id/revenue` (decisions sections 5 and 12). */
+export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): void {
+  const { pool } = deps;
+
+  admin.add(
+    {
+      method: "get",
+      path: "/machine",
+      tag: "Overview",
+      summary: "The order state machine's definition, for drawing",
+      description:
+        "`definition` is the XState machine definition as the service runs it; `states` (name, final, initial, internalEvents) and " +
+        "`transitions` (from, to, event, guard) are the same facts flattened for a renderer.",
+      responses: { 200: { description: "{ id, initial, states, finalStates, transitions, definition }" } },
+    },
+    async (ctx) => {
+      ctx.body = machineDescription();
+    },
+  );
+
+  admin.add(
+    {
+      method: "get",
+      path: "/stats",
+      tag: "Overview",
+      summary: "Orders per state, webhook deliveries per status, queue sizes",
+      responses: { 200: { description: "{ orders: { byStatus, total }, deliveries: { byStatus, total }, queues: { disputes, highRisk }, generatedAt }" } },
+    },
+    async (ctx) => {
+      ctx.body = await adminStats(pool);
+    },
+  );
+
+  admin.add<unknown, { month?: string }>(
+    {
+      method: "get",
+      path: "/revenue",
+      tag: "Overview",
+      summary: "Per partner, for a month: completed volume, partner fees collected and the service's revenue share of them",
+      description: "Counts orders COMPLETED in the month (Mexico City). Amounts in MXN (per-order cents, summed) and USDC (exactly as the escrow paid). See docs/operator-console.md.",
+      query: monthQuery,
+      responses: { 200: { description: "{ month, timeZone, from, to, partners, totals }" } },
+      errors: ["VALIDATION_ERROR"],
+    },
+    async (ctx, { query }) => {
+      ctx.body = await revenueReport(pool, query.month);
+    },
+  );
+
+  admin.add<unknown, { month?: string }>(
+    {
+      method: "get",
+      path: "/partners/:id/revenue",
+      tag: "Partners",
+      summary: "One partner's month: completed volume, partner fees collected and the service's revenue share",
+      query: monthQuery,
+      responses: { 200: { description: "Partner revenue" } },
+      errors: ["VALIDATION_ERROR", "NOT_FOUND"],
+    },
+    async (ctx, { params, query }) => {
+      ctx.body = await partnerRevenue(pool, params.id!, query.month);
+    },
+  );
+}

@@ -24,6 +24,8 @@ import { createSandboxKycSimulator, KYC_SIMULATOR_PREFIX, kycModule } from "./ky
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { webhookRouteModule } from "./webhooks/routes.ts";
 import { startWebhookDelivery } from "./webhooks/worker.ts";
+import { CEP_SIMULATOR_PREFIX, paymentsModule } from "./payments/wiring.ts";
+import { createCepPortalSimulator, type CepPortalSimulator } from "./sandbox/simulators/cep-portal.ts";
 
 /** The token the sandbox central-bank simulator accepts when BANXICO_TOKEN is unset. */
 export const SANDBOX_BANXICO_TOKEN = "sandbox-bmx-token";
@@ -32,6 +34,7 @@ export interface SandboxSimulators {
   banxico: RateSimulator;
   fallbackRate: RateSimulator;
   kyc: KycProviderSimulator;
+  cep: CepPortalSimulator;
 }
 
 export interface RunningService {
@@ -87,6 +90,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         banxico: createBanxicoSieSimulator({ token: config.banxicoToken ?? SANDBOX_BANXICO_TOKEN, rate: config.sandboxUsdMxn }),
         fallbackRate: createFrankfurterSimulator({ rate: config.sandboxUsdMxn }),
         kyc: createSandboxKycSimulator(config, baseUrl),
+        cep: createCepPortalSimulator(),
       }
     : undefined;
   const rates = createExchangeRates(
@@ -124,6 +128,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     chain = { gateway, sender, consumer };
   }
   await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger });
+
+  // Payment proof (issue 4): POST /orders/:id/payment, sandbox pay, the CEP verification worker.
+  if (chain) {
+    const payments = paymentsModule({ config, pool, boss, ports, logger, baseUrl, gateway: chain.gateway, simulator: simulators?.cep });
+    routeModules.push(payments.routes);
+    await payments.start();
+  }
+
   chain?.consumer?.start();
 
   // KYC (issue 6): provider client, POST /users/:ref/kyc, sandbox decision, admin usage, provider callback.
@@ -155,6 +167,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           { prefix: "/simulators/banxico/SieAPIRest/service/v1", router: simulators.banxico.router },
           { prefix: "/simulators/frankfurter/v1", router: simulators.fallbackRate.router },
           { prefix: KYC_SIMULATOR_PREFIX, router: simulators.kyc.router },
+          { prefix: CEP_SIMULATOR_PREFIX, router: simulators.cep.router },
         ]
       : [],
     routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss }), operator.routes],

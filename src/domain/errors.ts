@@ -68,5 +68,7 @@ export const OrderNotCancellableError = errorClass("ORDER_NOT_CANCELLABLE", 409,
 export const OrderNotDisputedError = errorClass("ORDER_NOT_DISPUTED", 409, "The order is not disputed");
 export const ResolutionPendingError = errorClass("RESOLUTION_PENDING", 409, "A different resolution of this dispute is already on its way");
 export const InvalidStateError = errorClass("INVALID_STATE", 409, "The order is not in a state that allows this action");
+// Payment proof: a payment report must be signed by the wallet that locked the order (docs/payments.md).
+export const InvalidSignatureError = errorClass("INVALID_SIGNATURE", 403, "The payment report is not signed by the order's buyer wallet");
 
 export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");

@@ -1,0 +1,99 @@
+import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { sandboxAccounts } from "../chain/local-node.ts";
+import type { Pool } from "../db/pool.ts";
+import { parseClabe, withCheckDigit } from "../domain/clabe.ts";
+import { InvalidStateError } from "../domain/errors.ts";
+import { currentPartner } from "../http/context.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { mexicoCityDateTime } from "../integrations/cep-receipt.ts";
+import { getOrderRow } from "../orders/queries.ts";
+import type { OrderEffectPorts } from "../orders/store.ts";
+import { paymentReportMessage, reportAmount, reportPayment, resolveSenderBank } from "../payments/report.ts";
+import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
+
+/** The sending bank of simulated payments: STP, where many payment apps hold their users' accounts. */
+export const SANDBOX_SENDER_BANK_CODE = "90646";
+/** The buyer's simulated account at that bank. */
+const SANDBOX_SENDER_ACCOUNT = withCheckDigit("64618015700000000");
+
+interface PayBody {
+  amountMxn?: number;
+  clabe?: string;
+  paidAt?: string;
+  senderBankCode?: string;
+}
+
+/**
+ * `POST /sandbox/orders/:id/pay` (decisions section 13): the buyer's SPEI payment is recorded in the
+ * CEP portal simulator (so the portal will issue its CEP), then reported exactly as a buyer's client
+ * would: the report message signed with the buyer's sandbox wallet key and handed to the same
+ * reportPayment as `POST /orders/:id/payment`. Verification then runs as in production, against the
+ * portal at CEP_URL (the built-in simulator unless CEP_URL points elsewhere).
+ */
+export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports: OrderEffectPorts; simulator: CepPortalSimulator }): void {
+  const { pool, simulator } = deps;
+  api.add<PayBody>(
+    {
+      method: "post",
+      path: "/sandbox/orders/:id/pay",
+      tag: "Sandbox",
+      summary: "Simulates the buyer's SPEI payment and reports it, signed by the buyer's sandbox wallet",
+      description:
+        "Optional `amountMxn` (default totalMxn), `clabe` (default the seller's), `paidAt` (ISO 8601 instant, default now or the lock's time if later) and " +
+        "`senderBankCode` (default 90646, STP) let mismatches be tried. Answers the report's result with the payment's `trackingKey`.",
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          amountMxn: { type: "number", exclusiveMinimum: 0, maximum: 1_000_000_000, "x-maxDecimals": 2 },
+          clabe: { type: "string", maxLength: 64 },
+          paidAt: { type: "string", format: "date-time" },
+          senderBankCode: { type: "string", pattern: "^\\d{3,5}$" },
+        },
+      },
+      responses: { 200: { description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, signature, orderId, status, payment }" } },
+      errors: ["VALIDATION_ERROR", "INVALID_CLABE", "NOT_FOUND", "INVALID_STATE"],
+    },
+    async (ctx, { body, params }) => {
+      const partnerId = currentPartner(ctx).id;
+      const row = await getOrderRow(pool, partnerId, params.id!);
+      if (row.status !== "LOCKED") throw new InvalidStateError(`The order is ${row.status}; this action needs LOCKED`);
+      const buyer = sandboxAccounts.find((account) => account.address.toLowerCase() === row.buyer_wallet?.toLowerCase());
+      if (!buyer) throw new InvalidStateError("The buyer's wallet is not a sandbox wallet: report the payment with POST /orders/:id/payment, signed by that wallet");
+      const beneficiary = parseClabe(body.clabe ?? row.seller_clabe);
+      const senderBankCode = body.senderBankCode ?? SANDBOX_SENDER_BANK_CODE;
+      const sender = resolveSenderBank(senderBankCode);
+      // Now, or the lock's instant if later: the local chain's block clock runs ahead of the wall clock
+      // when blocks come faster than one a second, and a payment cannot precede its lock.
+      const paidAt = body.paidAt ? new Date(body.paidAt) : new Date(Math.max(Date.now(), row.locked_at?.getTime() ?? 0));
+      const amountMxn = reportAmount(body.amountMxn ?? row.total_mxn);
+
+      const { trackingKey } = simulator.recordPayment({
+        operationAt: paidAt,
+        amountMxn,
+        beneficiaryAccount: beneficiary.clabe,
+        receiverBankCode: beneficiary.participant.code,
+        senderBankCode: sender.code,
+        senderAccount: SANDBOX_SENDER_ACCOUNT,
+        senderName: "COMPRADOR SANDBOX",
+        beneficiaryName: "VENDEDOR SANDBOX",
+        concept: `PAGO ORDEN ${row.id}`.slice(0, 40),
+      });
+      const operationDate = mexicoCityDateTime(paidAt).date;
+      const message = paymentReportMessage({ escrowOrderId: row.escrow_order_id, trackingKey, operationDate, senderBankCode, amountMxn });
+      const signature: Hex = await privateKeyToAccount(buyer.privateKey).signMessage({ message });
+      const result = await reportPayment(deps, partnerId, row.id, { trackingKey, operationDate, senderBankCode, amountMxn: Number(amountMxn), signature });
+      ctx.body = {
+        trackingKey,
+        operationDate,
+        paidAt: paidAt.toISOString(),
+        amountMxn: Number(amountMxn),
+        beneficiaryAccount: beneficiary.clabe,
+        senderBankCode: sender.code,
+        signature,
+        ...result,
+      };
+    },
+  );
+}

@@ -1,0 +1,142 @@
+// Shared steps of the payment-proof tests: an order driven to LOCKED through the real chain and
+// indexer, reports signed like a buyer's wallet signs them, and reads of what the service recorded.
+import assert from "node:assert/strict";
+import { createPublicClient, http, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { testUsdcAbi } from "../../../src/chain/escrow-abi.ts";
+import { eventTable } from "../../../src/chain/indexer-process.ts";
+import { sandboxAccounts } from "../../../src/chain/local-node.ts";
+import type { Pool } from "../../../src/db/pool.ts";
+import { paymentReportMessage } from "../../../src/payments/report.ts";
+import type { ApiResponse } from "../../support/service.ts";
+import { placeOrder, waitFor, waitForStatus } from "../../support/trade-stack.ts";
+
+export type Json = Record<string, unknown>;
+
+export interface TimelineEntry {
+  event: string;
+  data: Json;
+  timestamp: string;
+}
+
+export interface OrderDetail extends Json {
+  id: string;
+  status: string;
+  escrowOrderId: string;
+  totalMxn: number;
+  amountRaw: string;
+  buyerWallet: string | null;
+  lockedAt: string | null;
+  lockExpiresAt: string | null;
+  cepTrackingKey: string | null;
+  cepValidatedAt: string | null;
+  releaseTxHash: string | null;
+  completedAt: string | null;
+  timeline: TimelineEntry[];
+}
+
+/** What a payment test needs of a running service: its API, its database and the partner's key. */
+export interface PaymentStack {
+  service: { api<T = Json>(method: string, path: string, options?: { key?: string; body?: unknown }): Promise<ApiResponse<T>>; pool: Pool };
+  partner: { apiKey: string };
+}
+
+export function sandbox<T = Json>(stack: PaymentStack, orderId: string, action: string, body: Json = {}) {
+  return stack.service.api<T>("POST", `/sandbox/orders/${orderId}/${action}`, { key: stack.partner.apiKey, body });
+}
+
+export async function orderDetail(stack: PaymentStack, orderId: string): Promise<OrderDetail> {
+  const response = await stack.service.api<OrderDetail>("GET", `/orders/${orderId}`, { key: stack.partner.apiKey });
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  return response.body;
+}
+
+/** An order deposited and locked on chain (buyer: sandbox wallet `buyerWallet`, default 1), seen LOCKED. */
+export async function lockedOrder(stack: PaymentStack, options: { buyerWallet?: number; amountUsdc?: number } = {}): Promise<OrderDetail> {
+  const order = await placeOrder(stack as never, { amountUsdc: options.amountUsdc ?? 20 });
+  const deposit = await sandbox(stack, order.id, "deposit");
+  assert.equal(deposit.status, 200, JSON.stringify(deposit.body));
+  await waitForStatus(stack as never, order.id, "ACTIVE");
+  const lock = await sandbox(stack, order.id, "lock", options.buyerWallet === undefined ? {} : { buyerWallet: options.buyerWallet });
+  assert.equal(lock.status, 200, JSON.stringify(lock.body));
+  await waitForStatus(stack as never, order.id, "LOCKED");
+  return orderDetail(stack, order.id);
+}
+
+/** The sandbox wallet's account (index into sandboxAccounts). */
+export function sandboxWallet(index: number) {
+  const account = sandboxAccounts[index];
+  assert.ok(account, `no sandbox wallet ${index}`);
+  return privateKeyToAccount(account.privateKey);
+}
+
+export interface ReportFields {
+  trackingKey: string;
+  operationDate: string;
+  senderBankCode: string;
+  amountMxn?: number;
+}
+
+/** Signs a report the way a buyer's wallet does (EIP-191 personal_sign of the documented message). */
+export async function signedReport(order: Pick<OrderDetail, "escrowOrderId" | "totalMxn">, fields: ReportFields, signerIndex: number): Promise<Json> {
+  const amount = (fields.amountMxn ?? order.totalMxn).toFixed(2);
+  const message = paymentReportMessage({
+    escrowOrderId: order.escrowOrderId,
+    trackingKey: fields.trackingKey,
+    operationDate: fields.operationDate,
+    senderBankCode: fields.senderBankCode,
+    amountMxn: amount,
+  });
+  const signature = await sandboxWallet(signerIndex).signMessage({ message });
+  return { ...fields, signature };
+}
+
+export function report(stack: PaymentStack, orderId: string, body: unknown) {
+  return stack.service.api<Json>("POST", `/orders/${orderId}/payment`, { key: stack.partner.apiKey, body });
+}
+
+/** Waits until the order's timeline has an entry `event` (matching `where`); returns it. */
+export async function waitForTimeline(stack: PaymentStack, orderId: string, event: string, where: (entry: TimelineEntry) => boolean = () => true, timeoutMs = 30_000) {
+  return waitFor(
+    `${event} on order ${orderId}`,
+    async () => (await orderDetail(stack, orderId)).timeline.find((entry) => entry.event === event && where(entry)),
+    timeoutMs,
+  );
+}
+
+export async function outboxEvents(pool: Pool, orderId: string): Promise<{ event_type: string; sequence: number; data: Json }[]> {
+  const { rows } = await pool.query<{ event_type: string; sequence: number; body: string }>(
+    "SELECT event_type, sequence, body FROM webhook_events WHERE order_id = $1 ORDER BY sequence",
+    [orderId],
+  );
+  return rows.map((row) => ({ event_type: row.event_type, sequence: row.sequence, data: (JSON.parse(row.body) as { data: Json }).data }));
+}
+
+export async function chainTransactions(pool: Pool, orderId: string): Promise<{ action: string; status: string; tx_hash: string | null }[]> {
+  const { rows } = await pool.query<{ action: string; status: string; tx_hash: string | null }>(
+    "SELECT action, status, tx_hash FROM chain_transactions WHERE order_id = $1 ORDER BY created_at",
+    [orderId],
+  );
+  return rows;
+}
+
+/** Escrow logs named `eventName` for this escrow order, as the indexer recorded them. */
+export async function indexedEvents(pool: Pool, indexerSchema: string, escrowOrderId: string, eventName: string): Promise<{ transaction_hash: string }[]> {
+  const { rows } = await pool.query<{ transaction_hash: string }>(
+    `SELECT transaction_hash FROM ${eventTable(indexerSchema)} WHERE event_name = $1 AND lower(order_id) = lower($2) ORDER BY block_number, log_index`,
+    [eventName, escrowOrderId],
+  );
+  return rows;
+}
+
+export async function usdcBalance(rpcUrl: string, token: Address, holder: string): Promise<bigint> {
+  const client = createPublicClient({ transport: http(rpcUrl) });
+  return client.readContract({ address: token, abi: testUsdcAbi, functionName: "balanceOf", args: [holder as Address] });
+}
+
+/** The Mexico City calendar date of an instant (how a buyer names the day they paid). */
+export function mexicoCityDate(instant: Date | string): string {
+  return new Intl.DateTimeFormat("en-CA", { timeZone: "America/Mexico_City", year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(instant));
+}
+
+export type { Hex };

@@ -123,7 +123,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     routeModules.push(({ partner }) => orderRoutes(partner, { pool, ports, creation, view }));
     if (config.sandbox) routeModules.push(({ partner }) => sandboxOrderRoutes(partner, { pool, gateway, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds }));
     const consumer = options.indexerSchema
-      ? createEscrowEventConsumer({ pool, ports, logger, indexerSchema: options.indexerSchema, confirmations: config.chainConfirmations })
+      ? createEscrowEventConsumer({
+          pool,
+          ports,
+          logger,
+          indexerSchema: options.indexerSchema,
+          confirmations: config.chainConfirmations,
+          isSanctioned: sanctions.isSanctioned,
+        })
       : undefined;
     chain = { gateway, sender, consumer };
   }

@@ -43,19 +43,21 @@ export function sandboxOrderRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
     return hash;
   };
 
-  api.add(
+  api.add<{ sellerWallet?: number }>(
     {
       method: "post",
       path: "/sandbox/orders/:id/deposit",
       tag: "Sandbox",
-      summary: "The seller's sandbox wallet deposits the order's USDC into the escrow",
-      responses: { 200: { description: "{ txHash }" } },
-      errors: ["NOT_FOUND", "INVALID_STATE"],
+      summary: "The seller's sandbox wallet (minted test USDC as needed) deposits the order's USDC into the escrow",
+      description: "Optional `sellerWallet`: the index of the sandbox wallet that deposits (default 0); wallet 5 is on the sandbox sanctions list.",
+      body: { type: "object", additionalProperties: false, properties: { sellerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
+      responses: { 200: { description: "{ txHash, sellerWallet }" } },
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
     },
-    async (ctx, { params }) => {
+    async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);
       requireStatus(row, "PENDING_DEPOSIT");
-      const seller = gateway.walletClient(sandboxWallet(SELLER_INDEX));
+      const seller = gateway.walletClient(sandboxWallet(body.sellerWallet ?? SELLER_INDEX));
       const token = gateway.settings.usdcAddress;
       const amount = BigInt(row.amount_raw);
       const balance = await gateway.publicClient.readContract({ address: token, abi: testUsdcAbi, functionName: "balanceOf", args: [seller.account.address] });

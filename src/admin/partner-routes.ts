@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.ts";
 import { ValidationError } from "../domain/errors.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
-import { TIERS, type LimitOverrides, type Tier } from "../domain/tiers.ts";
+import { TIERS } from "../domain/tiers.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import {
@@ -13,9 +13,8 @@ import {
   rotateWebhookSecret,
   updatePartner,
   withoutSecrets,
-  type KybStatus,
-  type KycModel,
-  type PartnerStatus,
+  type NewPartner,
+  type PartnerChanges,
 } from "../partners/partners.ts";
 
 const nullableCount = { type: ["integer", "null"], minimum: 0 } as const;
@@ -38,27 +37,6 @@ const walletSchema = { type: ["string", "null"], pattern: "^0x[0-9a-fA-F]{40}$" 
 const webhookUrlSchema = { type: ["string", "null"], format: "uri", maxLength: 2048 } as const;
 const ipListSchema = { type: "array", maxItems: 100, items: { type: "string", maxLength: 64 } } as const;
 
-interface PartnerBody {
-  name: string;
-  tier: Tier;
-  kycModel: KycModel;
-  webhookUrl?: string | null;
-  ipAllowList?: string[];
-  feeWallet?: string | null;
-  limits?: LimitOverrides;
-}
-
-interface PatchBody {
-  name?: string;
-  status?: PartnerStatus;
-  kybStatus?: KybStatus;
-  tier?: Tier;
-  webhookUrl?: string | null;
-  ipAllowList?: string[];
-  feeWallet?: string | null;
-  limits?: LimitOverrides;
-}
-
 export type WebhookUrlCheck = (url: string) => void;
 
 function checkCommon(body: { ipAllowList?: string[]; webhookUrl?: string | null }, checkWebhookUrl: WebhookUrlCheck): void {
@@ -71,7 +49,7 @@ function checkCommon(body: { ipAllowList?: string[]; webhookUrl?: string | null 
 export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkWebhookUrl: WebhookUrlCheck }): void {
   const { pool } = deps;
 
-  admin.add<PartnerBody>(
+  admin.add<NewPartner>(
     {
       method: "post",
       path: "/partners",
@@ -125,7 +103,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
   );
 
-  admin.add<PatchBody>(
+  admin.add<PartnerChanges>(
     {
       method: "patch",
       path: "/partners/:id",

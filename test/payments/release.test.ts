@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
-import { startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions, indexedEvents, lockedOrder, outboxEvents, sandbox, usdcBalance, type Json, type OrderDetail } from "./support/payments.ts";
+import { startTradeStack, type TradeStack } from "../support/trade-stack.ts";
+import { chainTransactions, indexedEvents, lockedOrder, outboxEvents, sandbox, usdcBalance, waitForStatus, type Json } from "./support/payments.ts";
 
 let stack: TradeStack;
 before(async () => {
@@ -22,7 +22,7 @@ test("a reported payment whose CEP checks out releases the escrow to the buyer a
   assert.match(pay.body.trackingKey, /^[A-Z0-9]{10,30}$/);
   assert.equal(pay.body.payment.verification, "PENDING");
 
-  const completed = (await waitForStatus(stack, order.id, "COMPLETED", 40_000)) as unknown as OrderDetail;
+  const completed = await waitForStatus(stack, order.id, "COMPLETED", 40_000);
   assert.equal(completed.cepTrackingKey, pay.body.trackingKey);
   assert.ok(completed.cepValidatedAt && !Number.isNaN(Date.parse(completed.cepValidatedAt)));
   assert.match(String(completed.releaseTxHash), /^0x[0-9a-f]{64}$/);
@@ -41,7 +41,7 @@ test("a reported payment whose CEP checks out releases the escrow to the buyer a
 test("order.payment_verified then order.completed are recorded in the outbox, in sequence", async () => {
   const order = await lockedOrder(stack);
   const pay = await sandbox<{ trackingKey: string }>(stack, order.id, "pay");
-  const completed = (await waitForStatus(stack, order.id, "COMPLETED", 40_000)) as unknown as OrderDetail;
+  const completed = await waitForStatus(stack, order.id, "COMPLETED", 40_000);
   const events = await outboxEvents(stack.service.pool, order.id);
   assert.deepEqual(
     events.map((event) => [event.event_type, event.sequence, event.data.status]),

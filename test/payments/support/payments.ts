@@ -9,7 +9,7 @@ import { sandboxAccounts } from "../../../src/chain/local-node.ts";
 import type { Pool } from "../../../src/db/pool.ts";
 import { paymentReportMessage } from "../../../src/payments/report.ts";
 import type { ApiResponse } from "../../support/service.ts";
-import { placeOrder, waitFor, waitForStatus } from "../../support/trade-stack.ts";
+import { SELLER_CLABE, waitFor } from "../../support/trade-stack.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -51,16 +51,51 @@ export async function orderDetail(stack: PaymentStack, orderId: string): Promise
   return response.body;
 }
 
+export async function waitForStatus(stack: PaymentStack, orderId: string, status: string, timeoutMs = 30_000): Promise<OrderDetail> {
+  return waitFor(
+    `order ${orderId} to be ${status}`,
+    async () => {
+      const detail = await orderDetail(stack, orderId);
+      return detail.status === status ? detail : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** A new user's order of `amountUsdc` (default 20) to the test seller's CLABE, in PENDING_DEPOSIT. */
+export async function placeOrder(stack: PaymentStack, amountUsdc = 20): Promise<OrderDetail> {
+  const key = stack.partner.apiKey;
+  const ref = `buyer-test-${Math.random().toString(36).slice(2, 10)}`;
+  const user = await stack.service.api("POST", "/users", { key, body: { partnerUserRef: ref } });
+  assert.equal(user.status, 201, JSON.stringify(user.body));
+  const quote = await stack.service.api<{ id: string }>("POST", "/quotes", { key, body: { type: "SELL", amountUsdc, partnerUserRef: ref } });
+  assert.equal(quote.status, 201, JSON.stringify(quote.body));
+  const order = await stack.service.api<{ id: string }>("POST", "/orders", { key, body: { quoteId: quote.body.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE } });
+  assert.equal(order.status, 201, JSON.stringify(order.body));
+  return orderDetail(stack, order.body.id);
+}
+
+// The sandbox wallets send one transaction at a time: concurrent tests take turns to deposit and lock.
+let walletTurn: Promise<unknown> = Promise.resolve();
+function inTurn<T>(work: () => Promise<T>): Promise<T> {
+  const run = walletTurn.then(work, work);
+  walletTurn = run.catch(() => undefined);
+  return run;
+}
+
 /** An order deposited and locked on chain (buyer: sandbox wallet `buyerWallet`, default 1), seen LOCKED. */
-export async function lockedOrder(stack: PaymentStack, options: { buyerWallet?: number; amountUsdc?: number } = {}): Promise<OrderDetail> {
-  const order = await placeOrder(stack as never, { amountUsdc: options.amountUsdc ?? 20 });
+export function lockedOrder(stack: PaymentStack, options: { buyerWallet?: number; amountUsdc?: number } = {}): Promise<OrderDetail> {
+  return inTurn(() => lockOrder(stack, options));
+}
+
+async function lockOrder(stack: PaymentStack, options: { buyerWallet?: number; amountUsdc?: number }): Promise<OrderDetail> {
+  const order = await placeOrder(stack, options.amountUsdc);
   const deposit = await sandbox(stack, order.id, "deposit");
   assert.equal(deposit.status, 200, JSON.stringify(deposit.body));
-  await waitForStatus(stack as never, order.id, "ACTIVE");
+  await waitForStatus(stack, order.id, "ACTIVE");
   const lock = await sandbox(stack, order.id, "lock", options.buyerWallet === undefined ? {} : { buyerWallet: options.buyerWallet });
   assert.equal(lock.status, 200, JSON.stringify(lock.body));
-  await waitForStatus(stack as never, order.id, "LOCKED");
-  return orderDetail(stack, order.id);
+  return waitForStatus(stack, order.id, "LOCKED");
 }
 
 /** The sandbox wallet's account (index into sandboxAccounts). */

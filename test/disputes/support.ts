@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Address } from "viem";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { placeOrder, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import type { TestReceiver } from "../webhooks/support/receiver.ts";
 
 // Helpers of the dispute tests: an order taken to DISPUTED through the sandbox routes (real transactions,
@@ -24,16 +24,25 @@ export async function disputedOrder(
     amountUsdc: options.amountUsdc ?? 100,
     ...(options.feePercent !== undefined ? { feePercent: options.feePercent, feeRecipient: options.feeRecipient ?? "PARTNER" } : {}),
   });
+  return disputeOrder(stack, { id: order.id, escrowOrderId: order.escrowOrderId }, options);
+}
+
+/** Deposits, locks with `buyerWallet` and opens a dispute `by` one side on an order of `stack.partner`; waits for DISPUTED. */
+export async function disputeOrder(
+  stack: TradeStack,
+  order: { id: string; escrowOrderId: string },
+  options: { by: "BUYER" | "SELLER"; buyerWallet: number },
+): Promise<DisputedOrder> {
   const key = stack.partner.apiKey;
   const deposit = await stack.service.api<{ sellerWallet: Address }>("POST", `/sandbox/orders/${order.id}/deposit`, { key });
   assert.equal(deposit.status, 200, JSON.stringify(deposit.body));
-  await waitForStatus(stack, order.id, "ACTIVE");
+  await waitForAdminStatus(stack, order.id, "ACTIVE");
   const lock = await stack.service.api<{ buyerWallet: Address }>("POST", `/sandbox/orders/${order.id}/lock`, { key, body: { buyerWallet: options.buyerWallet } });
   assert.equal(lock.status, 200, JSON.stringify(lock.body));
-  const locked = await waitForStatus(stack, order.id, "LOCKED");
+  const locked = await waitForAdminStatus(stack, order.id, "LOCKED");
   const dispute = await stack.service.api("POST", `/sandbox/orders/${order.id}/dispute`, { key, body: { by: options.by } });
   assert.equal(dispute.status, 200, JSON.stringify(dispute.body));
-  await waitForStatus(stack, order.id, "DISPUTED");
+  await waitForAdminStatus(stack, order.id, "DISPUTED");
   return {
     id: order.id,
     escrowOrderId: order.escrowOrderId,
@@ -41,6 +50,21 @@ export async function disputedOrder(
     buyer: lock.body.buyerWallet,
     amountRaw: BigInt(String(locked.amountRaw)),
   };
+}
+
+/**
+ * Waits until the admin API shows the order in `status` (admin calls are not rate-limited, so polling
+ * works for orders of FREE partners too); returns the admin detail.
+ */
+export async function waitForAdminStatus(stack: Pick<TradeStack, "service">, orderId: string, status: string, timeoutMs = 20_000): Promise<AdminOrderDetail> {
+  return waitFor(
+    `order ${orderId} to be ${status}`,
+    async () => {
+      const detail = await stack.service.admin<AdminOrderDetail>("GET", `/orders/${orderId}`);
+      return detail.body.status === status ? detail.body : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export async function usdcBalance(stack: TradeStack, address: Address): Promise<bigint> {
@@ -84,6 +108,7 @@ export async function adminOrder(stack: TradeStack, orderId: string) {
 export interface AdminOrderDetail {
   id: string;
   status: string;
+  amountRaw: string;
   lockExpiresAt: string | null;
   releaseTxHash: string | null;
   refundTxHash: string | null;

@@ -30,4 +30,6 @@ export interface CommandGroup {
   name: string;
   summary: string;
   commands: Command[];
+  /** The command run when none is named (`stats`, `revenue --month 2026-11`). */
+  defaultCommand?: string;
 }

@@ -1,10 +1,11 @@
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 import type { Command, CommandGroup } from "./command.ts";
 import { AdminApiError, createAdminClient, DEFAULT_URL, resolveConnection, UsageError, type Env } from "./http.ts";
+import { deliveryCommands, machineCommands, orderCommands, revenueCommands, statsCommands } from "./orders.ts";
 import { partnerCommands } from "./partners.ts";
 
 /** Every command group of `npm run admin`; a new group is one module under src/cli/admin/ added here. */
-export const COMMAND_GROUPS: CommandGroup[] = [partnerCommands];
+export const COMMAND_GROUPS: CommandGroup[] = [partnerCommands, orderCommands, deliveryCommands, statsCommands, machineCommands, revenueCommands];
 
 const GLOBAL_OPTIONS = {
   url: { type: "string" },
@@ -63,13 +64,17 @@ function leadingGlobals(argv: string[]): { rest: string[]; values: { url?: strin
 export async function runAdminCli(argv: string[], io: CliIo): Promise<number> {
   try {
     const leading = leadingGlobals(argv);
-    const [groupName, commandName, ...rest] = leading.rest;
+    const [groupName, ...afterGroup] = leading.rest;
     if (groupName === undefined) {
       (leading.values.help ? io.stdout : io.stderr)(overview());
       return leading.values.help ? EXIT_OK : EXIT_USAGE;
     }
     const group = COMMAND_GROUPS.find((candidate) => candidate.name === groupName);
     if (!group) throw new UsageError(`Unknown command group "${groupName}"; groups: ${COMMAND_GROUPS.map((g) => g.name).join(", ")}`);
+    // A group with a default command runs it when the next word is not a command name.
+    const useDefault = group.defaultCommand !== undefined && !group.commands.some((candidate) => candidate.name === afterGroup[0]);
+    const commandName = useDefault ? group.defaultCommand : afterGroup[0];
+    const rest = useDefault ? afterGroup : afterGroup.slice(1);
     const command = group.commands.find((candidate) => candidate.name === commandName);
     if (!command) {
       if (commandName === undefined || commandName === "--help" || commandName === "-h") {

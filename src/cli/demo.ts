@@ -1,0 +1,226 @@
+// `npm run demo`: one whole trade against a running sandbox (`npm start`), through the public APIs
+// only, as a partner would drive it: a partner (admin API) whose webhooks come to a receiver this
+// command runs on 127.0.0.1, a user, a quote, an order, then the sandbox helpers for what wallets and
+// banks do (deposit, lock, SPEI payment and its signed report), until the order is COMPLETED.
+// Each step is printed as it happens with the elapsed time, and each webhook as it arrives with its
+// signature checked against the partner's webhook secret.
+//
+//   npm run demo -- [--url http://127.0.0.1:3000] [--admin-token TOKEN] [--amount 50]
+//
+// The base URL comes from --url, else OFFRAMP_URL, else http://127.0.0.1:3000. The admin token from
+// --admin-token, else ADMIN_TOKEN, else the `adminToken` that `npm start` keeps in $DATA_DIR/sandbox.json.
+// Exit status 0 once the order is COMPLETED and every webhook received was correctly signed.
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { withCheckDigit } from "../domain/clabe.ts";
+
+type Json = Record<string, unknown>;
+
+const USAGE = "usage: npm run demo -- [--url http://127.0.0.1:3000] [--admin-token TOKEN] [--amount USDC]";
+/** The demo seller's CLABE (BBVA México). */
+const SELLER_CLABE = withCheckDigit("01218000118359719");
+const STEP_TIMEOUT_MS = 60_000;
+const WEBHOOK_TOLERANCE_SECONDS = 300;
+
+class DemoError extends Error {}
+
+const started = Date.now();
+function log(text: string): void {
+  const seconds = ((Date.now() - started) / 1000).toFixed(2).padStart(6);
+  process.stdout.write(`[${seconds}s] ${text}\n`);
+}
+
+async function adminTokenFrom(option: string | undefined): Promise<string> {
+  if (option) return option;
+  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
+  const file = path.resolve(process.env.DATA_DIR ?? ".data", "sandbox.json");
+  try {
+    const state = JSON.parse(await readFile(file, "utf8")) as { adminToken?: unknown };
+    if (typeof state.adminToken === "string" && state.adminToken) return state.adminToken;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new DemoError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  throw new DemoError(`no admin token: pass --admin-token, set ADMIN_TOKEN, or run \`npm start\` (it writes ${file})`);
+}
+
+function client(baseUrl: string) {
+  return async function call<T = Json>(method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await fetch(`${baseUrl}${url}`, {
+        method,
+        headers: { ...headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      throw new DemoError(`cannot reach ${baseUrl} (${(error as Error).message}): is \`npm start\` running?`);
+    }
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : {};
+    } catch {
+      parsed = { error: "NOT_JSON", message: text.slice(0, 200) };
+    }
+    if (!response.ok) {
+      const error = parsed as { error?: string; message?: string };
+      throw new DemoError(`${method} ${url} answered ${response.status} ${error.error ?? ""}: ${error.message ?? text.slice(0, 200)}`);
+    }
+    return parsed as T;
+  };
+}
+
+interface ReceivedWebhook {
+  id: string;
+  event: string;
+  sequence: number;
+  status: string;
+  signatureOk: boolean;
+}
+
+/** The partner's endpoint: checks each delivery's signature (HMAC-SHA256 of "<timestamp>.<raw body>"). */
+async function startReceiver(getSecret: () => string | undefined, onWebhook: (webhook: ReceivedWebhook) => void) {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks);
+      const timestamp = String(req.headers["x-webhook-timestamp"] ?? "");
+      const signature = String(req.headers["x-webhook-signature"] ?? "");
+      const secret = getSecret();
+      const fresh = /^\d+$/.test(timestamp) && Math.abs(Date.now() / 1000 - Number(timestamp)) <= WEBHOOK_TOLERANCE_SECONDS;
+      let signatureOk = false;
+      if (secret && fresh && /^[0-9a-f]{64}$/.test(signature)) {
+        const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(raw).digest();
+        signatureOk = timingSafeEqual(expected, Buffer.from(signature, "hex"));
+      }
+      res.writeHead(signatureOk ? 200 : 401).end();
+      let payload: { event?: string; data?: { sequence?: number; status?: string } } = {};
+      try {
+        payload = JSON.parse(raw.toString("utf8")) as typeof payload;
+      } catch {
+        // reported below as an unreadable delivery
+      }
+      onWebhook({
+        id: String(req.headers["x-webhook-id"] ?? "?"),
+        event: payload.event ?? "(unreadable)",
+        sequence: payload.data?.sequence ?? 0,
+        status: payload.data?.status ?? "?",
+        signatureOk,
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = STEP_TIMEOUT_MS): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new DemoError(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: { url: { type: "string" }, "admin-token": { type: "string" }, amount: { type: "string" }, help: { type: "boolean", short: "h" } },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const baseUrl = (values.url ?? process.env.OFFRAMP_URL ?? "http://127.0.0.1:3000").replace(/\/+$/, "");
+  const amountUsdc = Number(values.amount ?? "50");
+  if (!Number.isFinite(amountUsdc) || amountUsdc <= 0) throw new DemoError(`--amount must be a positive number of USDC, got ${values.amount}`);
+  const adminToken = await adminTokenFrom(values["admin-token"]);
+  const call = client(baseUrl);
+  const admin = { Authorization: `Bearer ${adminToken}` };
+
+  process.stdout.write(`Offramp demo against ${baseUrl}\n`);
+  let webhookSecret: string | undefined;
+  const webhooks: ReceivedWebhook[] = [];
+  const receiver = await startReceiver(
+    () => webhookSecret,
+    (webhook) => {
+      webhooks.push(webhook);
+      log(`webhook #${webhook.sequence} ${webhook.event.padEnd(24)} status ${webhook.status.padEnd(15)} signature ${webhook.signatureOk ? "ok" : "INVALID"} (${webhook.id})`);
+    },
+  );
+  try {
+    log(`webhook receiver listening on ${receiver.url}`);
+    const partner = await call<{ id: string; apiKey: string; webhookSecret: string; tier: string }>("POST", "/admin/v1/partners", admin, {
+      name: `Demo partner ${new Date().toISOString()}`,
+      tier: "GROWTH",
+      kycModel: "PARTNER_MANAGED",
+      webhookUrl: receiver.url,
+    });
+    webhookSecret = partner.webhookSecret;
+    const key = { "X-API-Key": partner.apiKey };
+    log(`partner ${partner.id} created (${partner.tier}), its webhooks sent to the receiver`);
+
+    const ref = `demo-user-${randomBytes(4).toString("hex")}`;
+    await call("POST", "/api/v1/users", key, { partnerUserRef: ref });
+    log(`user ${ref} registered`);
+
+    const quote = await call<{ id: string; netAmountMxn: number; exchangeRate: number }>("POST", "/api/v1/quotes", key, { type: "SELL", amountUsdc, partnerUserRef: ref });
+    log(`quote ${quote.id}: ${amountUsdc} USDC for ${quote.netAmountMxn} MXN at ${quote.exchangeRate} MXN/USD`);
+
+    const order = await call<{ id: string; totalMxn: number; escrowOrderId: string }>("POST", "/api/v1/orders", key, { quoteId: quote.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE });
+    log(`order ${order.id} PENDING_DEPOSIT: the buyer will pay ${order.totalMxn} MXN to CLABE ${SELLER_CLABE}`);
+
+    const detail = () => call<Json & { status: string }>("GET", `/api/v1/orders/${order.id}`, key);
+    const reach = async (status: string) => until(`order ${order.id} to be ${status}`, async () => {
+      const current = await detail();
+      if (["EXPIRED", "REFUNDED", "DISPUTED"].includes(current.status)) throw new DemoError(`the order ended ${current.status}`);
+      return current.status === status ? current : undefined;
+    });
+    const sandbox = <T = Json>(action: string, body: Json = {}) => call<T>("POST", `/api/v1/sandbox/orders/${order.id}/${action}`, key, body);
+
+    const deposit = await sandbox<{ txHash: string; sellerWallet: string }>("deposit");
+    log(`seller wallet ${deposit.sellerWallet} deposited ${amountUsdc} USDC into the escrow (tx ${deposit.txHash})`);
+    await reach("ACTIVE");
+    log("order ACTIVE: the indexer saw the deposit");
+
+    const lock = await sandbox<{ txHash: string; buyerWallet: string }>("lock");
+    log(`buyer wallet ${lock.buyerWallet} locked the order (tx ${lock.txHash})`);
+    const locked = await reach("LOCKED");
+    log(`order LOCKED until ${String(locked.lockExpiresAt)}`);
+
+    const paid = await sandbox<{ trackingKey: string; senderBankCode: string; operationDate: string }>("pay");
+    log(`buyer paid ${order.totalMxn} MXN by SPEI (tracking key ${paid.trackingKey}, bank ${paid.senderBankCode}) and reported it, signed by the buyer wallet`);
+    const verified = await reach("PENDING_RELEASE");
+    log(`CEP fetched from the central bank's portal and verified at ${String(verified.cepValidatedAt)}: order PENDING_RELEASE, release sent`);
+    const completed = await reach("COMPLETED");
+    log(`order COMPLETED at ${String(completed.completedAt)}: USDC released to the buyer (tx ${String(completed.releaseTxHash)})`);
+
+    await until("the order.completed webhook", async () => (webhooks.some((webhook) => webhook.event === "order.completed") ? true : undefined), 30_000).catch(() => {
+      log("no order.completed webhook within 30 s (see GET /api/v1/webhooks)");
+    });
+    const bad = webhooks.filter((webhook) => !webhook.signatureOk);
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    process.stdout.write(`Trade completed in ${seconds} s; ${webhooks.length} webhooks received, ${bad.length === 0 ? "all correctly signed" : `${bad.length} with an INVALID signature`}.\n`);
+    return bad.length === 0 && webhooks.some((webhook) => webhook.event === "order.completed") ? 0 : 1;
+  } finally {
+    await receiver.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof DemoError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      process.stderr.write(`demo: ${(error as Error).message}\n${error instanceof DemoError ? "" : `${USAGE}\n`}`);
+    } else {
+      process.stderr.write(`demo failed: ${(error as Error).stack ?? String(error)}\n`);
+    }
+    process.exit(1);
+  },
+);

@@ -93,7 +93,8 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
       const orderId = rows[0]?.id;
       if (orderId) {
-        const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId: row.id, tx });
+        // Keyed by block hash too: Ponder's id (chain-block-log) repeats on a new local chain or another branch.
+        const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId: `${row.id}:${row.block_hash}`, tx });
         if (result.changed && event.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) {
           // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
           await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);

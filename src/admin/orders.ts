@@ -34,7 +34,9 @@ export function adminOrderListItem(row: AdminOrderRow) {
     partnerId: row.partner_id,
     partnerName: row.partner_name,
     amlRiskScore: row.aml_risk_score,
-    dispute: row.dispute_opened_by ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome } : null,
+    dispute: row.dispute_opened_by
+      ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome, resolutionRequest: (row.machine_snapshot as { context: OrderContext }).context.resolutionRequest ?? null }
+      : null,
   };
 }
 

@@ -108,10 +108,7 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
     return deps.escrow.publicClient.readContract({ address: deps.escrow.address, abi: escrowAbi, functionName: "cepHashUsed", args: [receipt.cepHash] });
   }
 
-  /**
-   * One attempt. `settle` commits the outcome with the job's completion; the returned outcome is what
-   * was committed (for logs and tests).
-   */
+  /** One attempt; `commit` writes its outcome with the job's completion. Returns what was committed (for the log). */
   async function attempt(job: PaymentVerificationAttempt, commit: AttemptCommit): Promise<AttemptOutcome> {
     const settle = commit.settle;
     const report: PaymentReportId = { cepTrackingKey: job.cepTrackingKey, operationDate: job.operationDate, senderBankCode: job.senderBankCode };
@@ -218,13 +215,15 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
         await applyOrderEvent(pool, ports, row.id, { type: "PAYMENT_REJECTED", ...report, reason: outcome.reason, message: outcome.message, at: at.toISOString() }, { tx });
         return;
       }
-      await applyOrderEvent(
+      const applied = await applyOrderEvent(
         pool,
         ports,
         row.id,
         { type: "PAYMENT_VERIFIED", ...report, cepHash: receipt.cepHash, amountMxn: receipt.amountMxn, paidAt: receipt.operationAt, at: at.toISOString() },
         { tx },
       );
+      // The machine had moved on meanwhile (a dispute opened, the report ended): nothing was verified.
+      if (!applied.changed) outcome = { kind: "dropped", why: `the order no longer takes this verdict (${applied.status})` };
     });
     return outcome;
   }

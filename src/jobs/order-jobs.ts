@@ -49,11 +49,20 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
   };
 }
 
-export async function createOrderQueues(boss: PgBoss): Promise<void> {
-  await boss.createQueue(ORDER_TIMER_QUEUE, { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300 });
+const QUEUE_OPTIONS = {
+  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300 },
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  await boss.createQueue(CHAIN_SEND_QUEUE, { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90 });
-  await boss.createQueue(PAYMENT_VERIFY_QUEUE, { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300 });
+  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90 },
+  // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
+  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60 },
+};
+
+export async function createOrderQueues(boss: PgBoss): Promise<void> {
+  for (const [name, options] of Object.entries(QUEUE_OPTIONS)) {
+    await boss.createQueue(name, options);
+    // createQueue leaves an existing queue as it was: apply the current settings on every start.
+    await boss.updateQueue(name, options);
+  }
 }
 
 /** Workers: timers fire into the order actor; chain transactions are sent once by the sender. */

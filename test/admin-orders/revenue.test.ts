@@ -92,14 +92,16 @@ before(async () => {
   growth = await make("Growth partner", "GROWTH", 20, "96041");
   treasuryBefore = await usdcBalance(stack, TREASURY);
 
-  // Completed in this month: releases by the buyer outcome and by no-fault release.
-  const a = await placeWithFee(free, "100.123457", "1.5", "PARTNER");
+  // Completed in this month: releases by the buyer outcome and by no-fault release. The amounts make
+  // rounding matter: a's share is 450,556.5 units and d's 532,800.8 (rounded down, not to nearest), and
+  // b's share in MXN is 2.157 (rounded half-up to 2.16, not down).
+  const a = await placeWithFee(free, "100.1237", "1.5", "PARTNER");
   await settle(a, "BUYER", "COMPLETED");
-  const b = await placeWithFee(free, "55.5", "0.75", "PARTNER");
+  const b = await placeWithFee(free, "55.6", "0.75", "PARTNER");
   await settle(b, "NO_FAULT_RELEASE", "COMPLETED");
   const c = await placeWithFee(free, "40", "2", "USER");
   await settle(c, "BUYER", "COMPLETED");
-  const d = await placeWithFee(growth, "80.000001", "3.33", "PARTNER");
+  const d = await placeWithFee(growth, "80.000121", "3.33", "PARTNER");
   await settle(d, "BUYER", "COMPLETED");
   completed.push(a, b, c, d);
   // Not completed: refunded after a dispute, and one still disputed.

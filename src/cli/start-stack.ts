@@ -12,8 +12,9 @@
 // SIGINT/SIGTERM stop them in the reverse order (service, Ponder, Hardhat, PostgreSQL) and exit 0; a
 // second signal exits at once. Run by src/cli/start.ts in a process group of its own, so Ctrl-C in a
 // terminal, which signals the whole foreground group, reaches the children only through that ordered
-// shutdown. It may also be run directly: `node src/cli/start-stack.ts`. A restart keeps the database. A local chain is new on every start (a
-// Hardhat node keeps its chain in memory): see forgetEarlierLocalChains.
+// shutdown; it may also be run directly (`node src/cli/start-stack.ts`). A restart keeps the database.
+// A local chain is new on every start (a Hardhat node keeps its chain in memory): see
+// forgetEarlierLocalChains.
 import { readFileSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import net from "node:net";
@@ -173,7 +174,7 @@ async function configuredChain(config: Config, rpcUrl: string, logger: Logger): 
 }
 
 /** The demo partner of sandbox.json while its key still works, else a new one (first start, or a wiped database). */
-async function demoPartner(pool: Pool, state: SandboxState, logger: Logger): Promise<{ id: string; apiKey: string; webhookSecret: string; created: boolean }> {
+async function demoPartner(pool: Pool, state: SandboxState, logger: Logger): Promise<{ id: string; apiKey: string; webhookSecret: string }> {
   const stored = state.demoPartner;
   if (stored !== undefined) {
     const partner = await findPartnerByKeyHash(pool, hashApiKey(stored.apiKey));
@@ -181,12 +182,12 @@ async function demoPartner(pool: Pool, state: SandboxState, logger: Logger): Pro
       if (partner.status !== "ACTIVE" || partner.kybStatus !== "APPROVED") {
         logger.warn({ partnerId: partner.id, status: partner.status, kybStatus: partner.kybStatus }, "the demo partner is not active: its requests are refused");
       }
-      return { ...stored, webhookSecret: partner.webhookSecret, created: false };
+      return { ...stored, webhookSecret: partner.webhookSecret };
     }
     logger.warn({ partnerId: stored.id }, "the stored demo partner's key no longer works (database wiped or key rotated): creating a new demo partner");
   }
   const created = await createPartner(pool, DEMO_PARTNER);
-  return { id: created.partner.id, apiKey: created.apiKey, webhookSecret: created.webhookSecret, created: true };
+  return { id: created.partner.id, apiKey: created.apiKey, webhookSecret: created.webhookSecret };
 }
 
 /**
@@ -464,7 +465,7 @@ async function main(): Promise<void> {
     let demo: Awaited<ReturnType<typeof demoPartner>> | undefined;
     if (config.sandbox) {
       demo = await demoPartner(service.pool, state, logger);
-      const next: SandboxState = { ...state, demoPartner: { id: demo.id, apiKey: demo.apiKey, webhookSecret: demo.webhookSecret } };
+      const next: SandboxState = { ...state, demoPartner: demo };
       if (config.adminToken === undefined) next.adminToken = adminToken;
       if (chain.local) next.localChainSchema = schema;
       await writeSandboxState(config.dataDir, next);

@@ -191,12 +191,11 @@ async function demoPartner(pool: Pool, state: SandboxState, logger: Logger): Pro
 }
 
 /**
- * A local chain is new on every start, but the database is kept. What the earlier chains left is
- * forgotten before the indexer and the service start:
- * - the previous chain's indexer schema (and its consumer cursor): that chain is gone (with
- *   INDEXER_SCHEMA set this is the same schema, which Ponder then rebuilds for the new chain);
- * - the record of escrow events already applied (`applied_chain_events`, ids `31337-<block>-<log>`):
- *   the new chain reuses the same block numbers, so its events would be taken for replays.
+ * A local chain is new on every start, but the database is kept. Before the indexer and the service
+ * start, the previous chain's indexer schema and its consumer cursor are dropped: that chain is gone
+ * (with INDEXER_SCHEMA set this is the same schema, which Ponder then rebuilds for the new chain).
+ * Applied escrow events are keyed by block hash (src/sync/escrow-events.ts), so the new chain's events,
+ * which reuse the old block numbers, are never taken for replays.
  * The escrow and USDC land at the same addresses each time (same deployer, same nonces), so an order
  * still PENDING_DEPOSIT keeps working: its signed terms are valid on the new chain and the seller can
  * still deposit. Orders past the deposit point refer to escrows the new chain does not have: they stay
@@ -211,9 +210,6 @@ async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: str
       await client.query(`DROP SCHEMA IF EXISTS "${previousSchema}" CASCADE`);
       if (await exists("chain_cursor")) await client.query("DELETE FROM chain_cursor WHERE name = $1", [previousSchema]);
       logger.info({ schema: previousSchema }, "dropped the indexer schema of the previous local chain");
-    }
-    if (await exists("applied_chain_events")) {
-      await client.query("DELETE FROM applied_chain_events WHERE event_id LIKE $1", [`${LOCAL_CHAIN_ID}-%`]);
     }
     if (await exists("orders")) {
       const { rows } = await client.query<{ id: string; status: string }>(

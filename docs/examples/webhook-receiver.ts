@@ -4,6 +4,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 
+// #region verify
 /** Deliveries whose X-Webhook-Timestamp is further than this from our clock are refused (replay guard). */
 export const TOLERANCE_SECONDS = 300;
 
@@ -38,6 +39,7 @@ export function verifyWebhook(options: {
   }
   return "bad-signature";
 }
+// #endregion verify
 
 /**
  * The endpoint: reads the raw body, answers 400 for a stale timestamp, 401 for a bad signature, 200 at

@@ -96,3 +96,11 @@ test("docs/webhooks.md shows the tested receiver verbatim", async () => {
   const example = await readFile(new URL("../../docs/examples/webhook-receiver.ts", import.meta.url), "utf8");
   assert.ok(doc.includes("```ts\n" + example + "```"), "the README's receiver block is docs/examples/webhook-receiver.ts");
 });
+
+test("the README shows the tested receiver's verification verbatim", async () => {
+  const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
+  const example = await readFile(new URL("../../docs/examples/webhook-receiver.ts", import.meta.url), "utf8");
+  const region = /\/\/ #region verify\n([\s\S]*?)\/\/ #endregion verify/.exec(example)?.[1];
+  assert.ok(region, "docs/examples/webhook-receiver.ts marks its verification with #region verify");
+  assert.ok(readme.includes(region), "README.md shows the verification of docs/examples/webhook-receiver.ts as it is");
+});

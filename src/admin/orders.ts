@@ -1,4 +1,5 @@
 import { qualifiedTable } from "../chain/indexer-process.ts";
+import { whereEqual } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
 import type { OrderContext, OrderStatus } from "../orders/machine.ts";
@@ -42,18 +43,12 @@ export function adminOrderListItem(row: AdminOrderRow) {
 
 /** Every partner's orders, newest first (`createdAt` desc, then `id` desc), filtered. */
 export async function listAdminOrders(db: Queryable, filters: AdminOrderFilters) {
-  const conditions: string[] = [];
-  const values: unknown[] = [];
-  const add = (column: string, value: unknown) => {
-    if (value === undefined) return;
-    values.push(value);
-    conditions.push(`${column} = $${values.length}`);
-  };
-  add("o.status", filters.status);
-  add("o.partner_id", filters.partnerId);
-  add("u.partner_user_ref", filters.partnerUserRef);
-  add("o.aml_risk_level", filters.amlRiskLevel);
-  const where = conditions.length ? `WHERE ${conditions.join(" AND ")}` : "";
+  const { where, values } = whereEqual([
+    ["o.status", filters.status],
+    ["o.partner_id", filters.partnerId],
+    ["u.partner_user_ref", filters.partnerUserRef],
+    ["o.aml_risk_level", filters.amlRiskLevel],
+  ]);
   const [{ rows }, count] = await Promise.all([
     db.query<AdminOrderRow>(`${SELECT_ADMIN_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
       ...values,

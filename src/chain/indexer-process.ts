@@ -42,6 +42,7 @@ import { createHash } from "node:crypto";
 import { createWriteStream, readFileSync, readdirSync } from "node:fs";
 import type { WriteStream } from "node:fs";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { Address, Hex } from "viem";
 
@@ -371,23 +372,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     else if (level >= 30 && !CHATTY.has(message)) logger.info(context, message);
     else logger.debug(context, message);
   };
-  for (const stream of [child.stdout, child.stderr]) {
-    let buffered = "";
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      buffered += chunk;
-      let newline = buffered.indexOf("\n");
-      while (newline !== -1) {
-        onLine(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        newline = buffered.indexOf("\n");
-      }
-    });
-    stream.on("end", () => {
-      if (buffered !== "") onLine(buffered);
-      buffered = "";
-    });
-  }
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream, crlfDelay: Infinity }).on("line", onLine);
 
   const stop = async () => {
     process.removeListener("exit", killOnExit);

@@ -2,6 +2,7 @@
 // without RPC_URL) and for end-to-end tests. The node keeps its chain in memory only: a restart starts
 // from block 0, so callers redeploy (src/chain/deploy.ts) after starting it.
 import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Address, Hex } from "viem";
@@ -140,26 +141,14 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
   const recent: string[] = [];
   let resolveUrl: (url: string) => void = () => {};
   const urlPromise = new Promise<string>((resolve) => (resolveUrl = resolve));
-  const onChunk = (stream: NodeJS.ReadableStream) => {
-    let buffered = "";
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      buffered += chunk;
-      let newline = buffered.indexOf("\n");
-      while (newline !== -1) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        newline = buffered.indexOf("\n");
-        recent.push(line);
-        if (recent.length > 40) recent.shift();
-        const match = STARTED_LINE.exec(line);
-        if (match?.[2] !== undefined) resolveUrl(`http://${host.includes(":") ? `[${host}]` : host}:${match[2]}`);
-        options.onLog?.(line);
-      }
-    });
+  const onLine = (line: string) => {
+    recent.push(line);
+    if (recent.length > 40) recent.shift();
+    const match = STARTED_LINE.exec(line);
+    if (match?.[2] !== undefined) resolveUrl(`http://${host.includes(":") ? `[${host}]` : host}:${match[2]}`);
+    options.onLog?.(line);
   };
-  onChunk(child.stdout);
-  onChunk(child.stderr);
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream, crlfDelay: Infinity }).on("line", onLine);
 
   const stop = async () => {
     process.removeListener("exit", killOnExit);

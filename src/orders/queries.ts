@@ -1,3 +1,4 @@
+import { whereEqual } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { money, toCents, toJsonNumber } from "../domain/money.ts";
@@ -183,11 +184,14 @@ export interface OrderFilters {
 
 /** Newest first (`createdAt` desc, then `id` desc), decisions section 6. */
 export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderRow[]; total: number }> {
-  const where = ["($1::text IS NULL OR o.partner_id = $1)", "($2::text IS NULL OR o.status = $2)", "($3::text IS NULL OR u.partner_user_ref = $3)"];
-  const values = [filters.partnerId, filters.status ?? null, filters.partnerUserRef ?? null];
+  const { where, values } = whereEqual([
+    ["o.partner_id", filters.partnerId ?? undefined],
+    ["o.status", filters.status],
+    ["u.partner_user_ref", filters.partnerUserRef],
+  ]);
   const [{ rows }, count] = await Promise.all([
-    db.query<OrderRow>(`${SELECT_ORDER} WHERE ${where.join(" AND ")} ORDER BY o.created_at DESC, o.id DESC LIMIT $4 OFFSET $5`, [...values, filters.limit, filters.offset]),
-    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id WHERE ${where.join(" AND ")}`, values),
+    db.query<OrderRow>(`${SELECT_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [...values, filters.limit, filters.offset]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id ${where}`, values),
   ]);
   return { rows, total: Number(count.rows[0]!.n) };
 }

@@ -1,3 +1,4 @@
+import { whereEqual } from "../db/filters.ts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import type { PgBoss } from "../jobs/boss.ts";
@@ -77,18 +78,12 @@ export interface DeliveryFilter {
 }
 
 async function queryDeliveries(db: Queryable, filter: DeliveryFilter): Promise<{ rows: DeliveryRow[]; total: number }> {
-  const conditions: string[] = [];
-  const values: unknown[] = [];
-  const add = (column: string, value: unknown) => {
-    if (value === undefined) return;
-    values.push(value);
-    conditions.push(`${column} = $${values.length}`);
-  };
-  add("partner_id", filter.partnerId);
-  add("status", filter.status);
-  add("order_id", filter.orderId);
-  add("event_type", filter.eventType);
-  const where = conditions.length ? `WHERE ${conditions.join(" AND ")}` : "";
+  const { where, values } = whereEqual([
+    ["partner_id", filter.partnerId],
+    ["status", filter.status],
+    ["order_id", filter.orderId],
+    ["event_type", filter.eventType],
+  ]);
   const { rows: counted } = await db.query<{ total: number }>(`SELECT count(*)::int AS total FROM webhook_deliveries ${where}`, values);
   const { rows } = await db.query<DeliveryRow>(
     `SELECT * FROM webhook_deliveries ${where} ORDER BY created_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,

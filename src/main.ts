@@ -119,7 +119,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       listingWindowSeconds: config.listingTimeoutSeconds,
       lockWindowSeconds: config.lockWindowSeconds,
     };
-    const creation = { pool, ports, sanctions, timing, chain: { ...view.chain, usdcAddress: options.chain.usdcAddress, escrowAddress: options.chain.escrowAddress, signTerms: gateway.signTerms } };
+    const creation = { pool, ports, sanctions, timing, chain: { chainId: options.chain.chainId, escrowAddress: options.chain.escrowAddress, usdcAddress: options.chain.usdcAddress, signTerms: gateway.signTerms } };
     routeModules.push(({ partner }) => orderRoutes(partner, { pool, ports, creation, view }));
     if (config.sandbox) routeModules.push(({ partner }) => sandboxOrderRoutes(partner, { pool, gateway, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds }));
     const consumer = options.indexerSchema

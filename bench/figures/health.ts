@@ -1,0 +1,69 @@
+// Figure 1: authenticated GET /api/v1/health throughput, against a bare Koa handler answering the same
+// JSON shape from its own child process on the same machine. Same load generator (autocannon, in the
+// bench process), same connections, same duration, reference measured first.
+import { spawnReady } from "../lib/child.ts";
+import { hammer, type HammerResult } from "../lib/load.ts";
+import type { Measure } from "../lib/report.ts";
+import { ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
+
+export const CONNECTIONS = 10;
+
+export function throughputMeasure(label: string, result: HammerResult): Measure {
+  return {
+    label,
+    value: result.requestsPerSecond,
+    unit: "req/s",
+    detail: {
+      p50Ms: result.latencyMs.p50,
+      p90Ms: result.latencyMs.p90,
+      p99Ms: result.latencyMs.p99,
+      maxMs: result.latencyMs.max,
+      requests: result.requests,
+      seconds: result.durationSeconds,
+      connections: result.connections,
+      non2xx: result.non2xx,
+      errors: result.errors,
+    },
+  };
+}
+
+async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
+  const durationSeconds = quick ? 3 : 10;
+  const warmupSeconds = quick ? 1 : 3;
+  const partner = await stack.createPartner({ name: "Health bench", limits: { requestsPerMinute: 100000 } });
+  const reference = await spawnReady("bench/reference/bare-koa.ts", {});
+  let bare: HammerResult;
+  try {
+    bare = await hammer({ url: `${reference.baseUrl}/`, connections: CONNECTIONS, durationSeconds, warmupSeconds });
+  } finally {
+    await reference.stop();
+  }
+  log(`bare Koa ${bare.requestsPerSecond} req/s, p99 ${bare.latencyMs.p99} ms`);
+  const health = await hammer({
+    url: `${stack.service.baseUrl}/api/v1/health`,
+    headers: { "X-API-Key": partner.apiKey },
+    connections: CONNECTIONS,
+    durationSeconds,
+    warmupSeconds,
+  });
+  log(`authenticated health ${health.requestsPerSecond} req/s, p99 ${health.latencyMs.p99} ms, non-2xx ${health.non2xx}`);
+  const notes = [
+    "autocannon 9.0.0 driven from the bench process; the service and the reference each run in their own child process.",
+    "The partner is ENTERPRISE with limits.requestsPerMinute = 100000 (the admin maximum), so rate limiting never refuses a request during the run; every request still authenticates (SHA-256 key lookup in PostgreSQL) and counts in the shared rate-limit window (one upsert).",
+  ];
+  if (health.non2xx > 0 || health.errors > 0) notes.push(`The health run had ${health.non2xx} non-2xx answers and ${health.errors} errors: the figure counts only completed requests.`);
+  return {
+    id: 1,
+    key: "health",
+    title: "Authenticated GET /api/v1/health throughput",
+    status: health.non2xx > 0 ? "partial" : "measured",
+    figure: throughputMeasure("GET /api/v1/health (authenticated)", health),
+    reference: throughputMeasure("bare Koa handler", bare),
+    extra: [],
+    comparison: ratio(health.requestsPerSecond, bare.requestsPerSecond),
+    params: { connections: CONNECTIONS, durationSeconds, warmupSeconds },
+    notes,
+  };
+}
+
+export const healthFigure: FigureSpec = { id: 1, key: "health", title: "Authenticated GET /api/v1/health throughput", run };

@@ -1,0 +1,167 @@
+// Wallets that send escrow transactions straight to the local Hardhat node, the way a seller's or a
+// buyer's wallet does: locally signed, with their own nonce counter, no estimate round trips. On the
+// Hardhat node (automine) eth_sendRawTransaction answers once the transaction is mined, so the moment
+// the call returns is the moment the transaction's block exists (checked by `sendMined`).
+import { randomBytes } from "node:crypto";
+import { encodeFunctionData, getAddress, maxUint256, type Address, type Hex } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
+import type { OrderTerms } from "../../src/chain/escrow-gateway.ts";
+
+export interface Rpc {
+  url: string;
+  call<T = unknown>(method: string, params?: unknown[]): Promise<T>;
+  /** One HTTP request carrying many calls (JSON-RPC batch); results in call order. */
+  batch<T = unknown>(calls: { method: string; params: unknown[] }[]): Promise<T[]>;
+}
+
+export function rpcClient(url: string): Rpc {
+  let id = 0;
+  const post = async (body: unknown): Promise<unknown> => {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    return response.json();
+  };
+  return {
+    url,
+    async call<T>(method: string, params: unknown[] = []) {
+      id += 1;
+      const reply = (await post({ jsonrpc: "2.0", id, method, params })) as { result?: T; error?: { message: string } };
+      if (reply.error) throw new Error(`${method}: ${reply.error.message}`);
+      return reply.result as T;
+    },
+    async batch<T>(calls: { method: string; params: unknown[] }[]) {
+      const first = id + 1;
+      id += calls.length;
+      const replies = (await post(calls.map((call, i) => ({ jsonrpc: "2.0", id: first + i, ...call })))) as { id: number; result?: T; error?: { message: string } }[];
+      const byId = new Map(replies.map((reply) => [reply.id, reply]));
+      return calls.map((call, i) => {
+        const reply = byId.get(first + i);
+        if (!reply || reply.error) throw new Error(`${call.method}: ${reply?.error?.message ?? "no reply"}`);
+        return reply.result as T;
+      });
+    },
+  };
+}
+
+export interface FastWallet {
+  account: PrivateKeyAccount;
+  address: Address;
+  /** Signs the next transaction of this wallet (takes its nonce). */
+  sign(to: Address, data: Hex, gas: bigint): Promise<Hex>;
+  /** Signs and sends; resolves with the hash once the node answered (mined, under automine). */
+  send(to: Address, data: Hex, gas: bigint): Promise<Hex>;
+  /** Re-reads the nonce from the node (after a failed send). */
+  resync(): Promise<void>;
+}
+
+const MAX_FEE = 50_000_000_000n;
+const PRIORITY_FEE = 1_000_000_000n;
+export const GAS = { deposit: 400_000n, lock: 200_000n, token: 120_000n } as const;
+
+export async function fastWallet(rpc: Rpc, chainId: number, privateKey: Hex): Promise<FastWallet> {
+  const account = privateKeyToAccount(privateKey);
+  let nonce = Number.parseInt(await rpc.call<string>("eth_getTransactionCount", [account.address, "pending"]), 16);
+  const wallet: FastWallet = {
+    account,
+    address: account.address,
+    async sign(to, data, gas) {
+      const current = nonce;
+      nonce += 1;
+      return account.signTransaction({ type: "eip1559", chainId, nonce: current, to, data, gas, maxFeePerGas: MAX_FEE, maxPriorityFeePerGas: PRIORITY_FEE });
+    },
+    async send(to, data, gas) {
+      const raw = await wallet.sign(to, data, gas);
+      try {
+        return await rpc.call<Hex>("eth_sendRawTransaction", [raw]);
+      } catch (error) {
+        await wallet.resync();
+        throw error;
+      }
+    },
+    async resync() {
+      nonce = Number.parseInt(await rpc.call<string>("eth_getTransactionCount", [account.address, "pending"]), 16);
+    },
+  };
+  return wallet;
+}
+
+export interface Receipt {
+  status: string;
+  blockNumber: string;
+  logs: unknown[];
+}
+
+/** Sends and checks the receipt is already there (automine) and successful; returns the hash. */
+export async function sendMined(rpc: Rpc, wallet: FastWallet, to: Address, data: Hex, gas: bigint): Promise<Hex> {
+  const hash = await wallet.send(to, data, gas);
+  await assertMined(rpc, hash);
+  return hash;
+}
+
+/** Throws unless the transaction already has a successful receipt. */
+export async function assertMined(rpc: Rpc, hash: Hex): Promise<void> {
+  const receipt = await rpc.call<Receipt | null>("eth_getTransactionReceipt", [hash]);
+  if (!receipt) throw new Error(`transaction ${hash} not mined when eth_sendRawTransaction answered (is automine off?)`);
+  if (receipt.status !== "0x1") throw new Error(`transaction ${hash} reverted`);
+}
+
+/** A fresh wallet with ETH (hardhat_setBalance), test USDC and an unlimited allowance for the escrow. */
+export async function fundedSeller(rpc: Rpc, chainId: number, usdc: Address, escrow: Address, usdcUnits: bigint): Promise<FastWallet> {
+  const wallet = await fastWallet(rpc, chainId, `0x${randomBytes(32).toString("hex")}`);
+  await rpc.call("hardhat_setBalance", [wallet.address, "0x21e19e0c9bab2400000"]); // 10,000 ETH
+  await sendMined(rpc, wallet, usdc, encodeFunctionData({ abi: testUsdcAbi, functionName: "mint", args: [wallet.address, usdcUnits] }), GAS.token);
+  await sendMined(rpc, wallet, usdc, encodeFunctionData({ abi: testUsdcAbi, functionName: "approve", args: [escrow, maxUint256] }), GAS.token);
+  return wallet;
+}
+
+export function depositCall(terms: OrderTerms, signature: Hex): Hex {
+  return encodeFunctionData({ abi: escrowAbi, functionName: "deposit", args: [terms, signature] });
+}
+
+export function lockCall(escrowOrderId: Hex): Hex {
+  return encodeFunctionData({ abi: escrowAbi, functionName: "lock", args: [escrowOrderId] });
+}
+
+/** The `deposit` object of POST /orders, as the contract's OrderTerms. */
+export interface ApiDeposit {
+  terms: { orderId: string; token: string; amount: string; feeBps: number; feeRecipient: string; treasuryShareBps: number; depositDeadline: string; listingWindow: string; lockWindow: string };
+  signature: string;
+}
+
+export function termsFromApi(deposit: ApiDeposit): { terms: OrderTerms; signature: Hex } {
+  const t = deposit.terms;
+  return {
+    terms: {
+      orderId: t.orderId as Hex,
+      token: getAddress(t.token),
+      amount: BigInt(t.amount),
+      feeBps: t.feeBps,
+      feeRecipient: getAddress(t.feeRecipient),
+      treasuryShareBps: t.treasuryShareBps,
+      depositDeadline: BigInt(t.depositDeadline),
+      listingWindow: BigInt(t.listingWindow),
+      lockWindow: BigInt(t.lockWindow),
+    },
+    signature: deposit.signature as Hex,
+  };
+}
+
+/** Terms for a deposit that is not an API order (raw chain throughput, indexer events). */
+export function benchTerms(usdc: Address, amount: bigint): OrderTerms {
+  return {
+    orderId: `0x${randomBytes(32).toString("hex")}`,
+    token: usdc,
+    amount,
+    feeBps: 0,
+    feeRecipient: "0x0000000000000000000000000000000000000000",
+    treasuryShareBps: 0,
+    depositDeadline: BigInt(Math.floor(Date.now() / 1000) + 30 * 86400),
+    listingWindow: 86_400n,
+    lockWindow: 86_400n,
+  };
+}

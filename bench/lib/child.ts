@@ -1,0 +1,84 @@
+// Child processes of the bench: the service (test/support/service-process.ts, as production runs it:
+// its own process, its own event loop, so the load generator in this process does not share its CPU
+// time slices) and the bare Koa reference. Both print "READY <url>" once they listen.
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+export interface ReadyChild {
+  process: ChildProcess;
+  pid: number;
+  baseUrl: string;
+  /** Resident set size (VmRSS) in KiB, read from /proc. */
+  rssKiB(): number;
+  /** SIGTERM (graceful stop), then SIGKILL after `timeoutMs`; resolves once exited. */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+export function readRssKiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+  if (!match) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(match[1]);
+}
+
+/** Spawns `node <script>` in the repository and waits for its READY line (bounded by `timeoutMs`). */
+export async function spawnReady(script: string, env: Record<string, string>, timeoutMs = 90_000): Promise<ReadyChild> {
+  const child = spawn(process.execPath, ["--no-deprecation", script], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  if (child.pid === undefined) throw new Error(`could not spawn ${script}`);
+  const pid = child.pid;
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  const recent: string[] = [];
+  const keep = (chunk: Buffer) => {
+    recent.push(...chunk.toString().split("\n").filter(Boolean));
+    while (recent.length > 30) recent.shift();
+  };
+  child.stderr!.on("data", keep);
+  let exited = false;
+  const exit = once(child, "exit").then(() => {
+    exited = true;
+  });
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${script} not ready within ${timeoutMs} ms:\n${recent.join("\n")}`));
+    }, timeoutMs);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      keep(chunk);
+      if (output.length < 10_000) output += chunk.toString();
+      const match = /READY (\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    void exit.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited before it was ready:\n${recent.join("\n")}`));
+    });
+  });
+  return {
+    process: child,
+    pid,
+    baseUrl,
+    rssKiB: () => readRssKiB(pid),
+    async stop(stopTimeoutMs = 20_000) {
+      process.removeListener("exit", killOnExit);
+      if (exited) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), stopTimeoutMs);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,140 @@
+// The whole stack for the bench: Hardhat node + escrow + Ponder into a fresh database on the local
+// PostgreSQL (test/support/trade-stack.ts), the service in a child process on that database and
+// chain, the partner's webhook receiver, and a database pool of the bench's own for set-up and reads.
+import type pg from "pg";
+import { createPool } from "../../src/db/pool.ts";
+import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
+import { ADMIN_TOKEN } from "../../test/support/service.ts";
+import { SELLER_CLABE, startChainStack, type ChainStack } from "../../test/support/trade-stack.ts";
+import { spawnReady, type ReadyChild } from "./child.ts";
+import { startReceiver, type WebhookReceiver } from "./receiver.ts";
+
+export type Json = Record<string, unknown>;
+
+export interface Partner {
+  id: string;
+  apiKey: string;
+  webhookSecret: string;
+}
+
+export interface BenchStack {
+  chain: ChainStack;
+  pool: pg.Pool;
+  receiver: WebhookReceiver;
+  service: ReadyChild;
+  /** The service's configuration overrides (same on every restart). */
+  serviceEnv: Record<string, string>;
+  restartService(): Promise<ReadyChild>;
+  admin<T = Json>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  api<T = Json>(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  /** An ENTERPRISE partner whose webhook URL is the receiver; `fields` override. */
+  createPartner(fields?: Json): Promise<Partner>;
+  close(): Promise<void>;
+}
+
+/**
+ * Deposit deadlines are 24 h: the local chain's clock runs ahead of the wall clock whenever blocks come
+ * faster than one a second (a Hardhat block's timestamp is at least its parent's plus one), and the
+ * raw-throughput reference mines hundreds of blocks, which would push the default 30 min deadline of
+ * the orders created after it into the chain's past.
+ */
+const SERVICE_ENV = { DEPOSIT_TIMEOUT_SECONDS: "86400" };
+
+async function call<T>(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: T }> {
+  const response = await fetch(url, {
+    method,
+    headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON
+  }
+  return { status: response.status, body: parsed as T };
+}
+
+export async function startBenchStack(log: (line: string) => void): Promise<BenchStack> {
+  const chain = await startChainStack();
+  const cleanups: (() => Promise<void>)[] = [() => chain.close()];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step().catch(() => undefined);
+  };
+  try {
+    log(`chain ${chain.chain.rpcUrl}, escrow ${chain.deployment.escrowAddress}, indexer schema ${chain.indexerSchema}`);
+    const pool = createPool(chain.databaseUrl, 6);
+    cleanups.push(() => pool.end());
+    const receiver = await startReceiver();
+    cleanups.push(() => receiver.close());
+    const spec: ServiceProcessSpec = { env: SERVICE_ENV, databaseUrl: chain.databaseUrl, indexerSchema: chain.indexerSchema, chain: chain.chainSettings };
+    const startService = () => spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) });
+    let service = await startService();
+    cleanups.push(() => service.stop());
+    log(`service pid ${service.pid} at ${service.baseUrl}`);
+    const stack: BenchStack = {
+      chain,
+      pool,
+      receiver,
+      get service() {
+        return service;
+      },
+      serviceEnv: SERVICE_ENV,
+      async restartService() {
+        await service.stop();
+        service = await startService();
+        return service;
+      },
+      admin: (method, path, body) => call(`${service.baseUrl}/admin/v1${path}`, method, { Authorization: `Bearer ${ADMIN_TOKEN}` }, body),
+      api: (key, method, path, body) => call(`${service.baseUrl}/api/v1${path}`, method, { "X-API-Key": key }, body),
+      async createPartner(fields = {}) {
+        const response = await stack.admin<Partner>("POST", "/partners", {
+          name: "Bench Partner",
+          tier: "ENTERPRISE",
+          kycModel: "PARTNER_MANAGED",
+          webhookUrl: receiver.url,
+          ...fields,
+        });
+        if (response.status !== 201) throw new Error(`partner creation failed: ${response.status} ${JSON.stringify(response.body)}`);
+        return response.body;
+      },
+      close: cleanup,
+    };
+    return stack;
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/** Registers a user (201, or 409 when it exists). */
+export async function ensureUser(stack: BenchStack, partner: Partner, ref: string): Promise<void> {
+  const response = await stack.api(partner.apiKey, "POST", "/users", { partnerUserRef: ref });
+  if (response.status !== 201 && response.status !== 409) throw new Error(`user ${ref}: ${response.status} ${JSON.stringify(response.body)}`);
+}
+
+/** POST /quotes then POST /orders; returns the order create response. */
+export async function quoteAndOrder(stack: BenchStack, partner: Partner, ref: string, amountUsdc: number): Promise<Json & { id: string; escrowOrderId: string; deposit: unknown }> {
+  const quote = await stack.api<{ id: string }>(partner.apiKey, "POST", "/quotes", { type: "SELL", amountUsdc, partnerUserRef: ref });
+  if (quote.status !== 201) throw new Error(`quote: ${quote.status} ${JSON.stringify(quote.body)}`);
+  const order = await stack.api<Json & { id: string; escrowOrderId: string; deposit: unknown }>(partner.apiKey, "POST", "/orders", {
+    quoteId: quote.body.id,
+    partnerUserRef: ref,
+    sellerClabe: SELLER_CLABE,
+  });
+  if (order.status !== 201) throw new Error(`order: ${order.status} ${JSON.stringify(order.body)}`);
+  return order.body;
+}
+
+/** Polls the order's status in the database (cheap, no API load) until it is `status`. */
+export async function waitForStatus(pool: pg.Pool, orderId: string, status: string, timeoutMs: number, intervalMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<{ status: string }>("SELECT status FROM orders WHERE id = $1", [orderId]);
+    if (rows[0]?.status === status) return;
+    if (Date.now() > deadline) throw new Error(`order ${orderId} not ${status} within ${timeoutMs} ms (is ${rows[0]?.status})`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,0 +1,136 @@
+// `npm run bench [-- --quick] [-- --only=1,3]`: starts the whole stack (Hardhat node, escrow, Ponder,
+// PostgreSQL database, the service in a child process, a webhook receiver), measures the figures of
+// decisions section 14, each beside its reference in the same run, and writes bench/results/<date>.md
+// and bench/results/latest.json (quick runs: <date>-quick.md and latest-quick.json, not committed).
+// Method and meaning of every figure: docs/benchmarks.md.
+import path from "node:path";
+import { parseArgs } from "node:util";
+import type { FigureSpec } from "./figures/context.ts";
+import { healthFigure } from "./figures/health.ts";
+import { indexerCatchupFigure } from "./figures/indexer-catchup.ts";
+import { listOrdersFigure } from "./figures/list-orders.ts";
+import { memoryFigure } from "./figures/memory.ts";
+import { quoteOrderFigure } from "./figures/quote-order.ts";
+import { tradesFigure } from "./figures/trades.ts";
+import { webhookLatencyFigure } from "./figures/webhook-latency.ts";
+import { repoRoot } from "./lib/child.ts";
+import { codeVersion, loadAverage, machineInfo } from "./lib/machine.ts";
+import { writeReport, type FigureResult, type RunReport } from "./lib/report.ts";
+import { startBenchStack, type BenchStack } from "./lib/stack.ts";
+import { round } from "./lib/stats.ts";
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    out: { type: "string", default: path.join(repoRoot, "bench/results") },
+  },
+});
+const quick = values.quick ?? false;
+
+/**
+ * Run order: memory first (it restarts the service on a database without load history), the HTTP
+ * figures, then the chain figures, the 100,000-row bulk insert after every figure it could slow, and
+ * the indexer catch-up (its own chain) last.
+ */
+const ORDER: FigureSpec[] = [memoryFigure, healthFigure, quoteOrderFigure, webhookLatencyFigure, tradesFigure, listOrdersFigure, indexerCatchupFigure];
+const only = values.only ? new Set(values.only.split(",").map((part) => Number(part.trim()))) : undefined;
+const selected = ORDER.filter((figure) => !only || only.has(figure.id));
+
+const runStart = Date.now();
+const log = (line: string) => console.log(`[bench +${((Date.now() - runStart) / 1000).toFixed(1)}s] ${line}`);
+/** The whole run's ceiling: beyond it the remaining figures are skipped. */
+const RUN_BUDGET_MS = quick ? 4 * 60_000 : 20 * 60_000;
+
+const startedAt = new Date().toISOString();
+const code = codeVersion(repoRoot);
+const loadStart = loadAverage();
+log(`${quick ? "quick" : "full"} run, load average ${loadStart.join(" / ")}, figures ${selected.map((figure) => figure.id).join(", ")}`);
+
+let stack: BenchStack | undefined;
+const results: FigureResult[] = [];
+const loadSamples: RunReport["loadAverage"]["samples"] = [];
+let postgres: string | null = null;
+let failed = false;
+try {
+  stack = await startBenchStack(log);
+  const { rows } = await stack.pool.query<{ version: string }>("SELECT current_setting('server_version') AS version");
+  postgres = rows[0]?.version ?? null;
+  for (const figure of selected) {
+    await settleDeliveries(stack, quick ? 15_000 : 90_000);
+    const load = loadAverage();
+    loadSamples.push({ at: new Date().toISOString(), figure: `#${figure.id}`, load });
+    if (Date.now() - runStart > RUN_BUDGET_MS) {
+      results.push({ id: figure.id, key: figure.key, title: figure.title, status: "failed", figure: null, reference: null, extra: [], comparison: null, params: {}, notes: ["Skipped: the run's time budget was spent."], seconds: 0 });
+      continue;
+    }
+    log(`figure ${figure.id}: ${figure.title} (load ${load[0]})`);
+    const t0 = Date.now();
+    try {
+      const outcome = await figure.run({ stack, quick, log: (line) => log(`  #${figure.id} ${line}`) });
+      results.push({ ...outcome, seconds: round((Date.now() - t0) / 1000, 1)! });
+    } catch (error) {
+      failed = true;
+      log(`figure ${figure.id} failed: ${(error as Error).stack ?? String(error)}`);
+      results.push({
+        id: figure.id,
+        key: figure.key,
+        title: figure.title,
+        status: "failed",
+        figure: null,
+        reference: null,
+        extra: [],
+        comparison: null,
+        params: {},
+        notes: [`Failed: ${(error as Error).message.slice(0, 500)}`],
+        seconds: round((Date.now() - t0) / 1000, 1)!,
+      });
+    }
+  }
+} catch (error) {
+  failed = true;
+  log(`stack failed: ${(error as Error).stack ?? String(error)}`);
+} finally {
+  await stack?.close().catch((error: Error) => log(`stack close: ${error.message}`));
+}
+
+results.sort((a, b) => a.id - b.id);
+
+/**
+ * Waits (bounded) until no webhook delivery is due: a figure that made many orders leaves a delivery
+ * backlog the worker drains at its own pace, which the next figure should not pay for.
+ */
+async function settleDeliveries(bench: BenchStack, budgetMs: number): Promise<void> {
+  const started = Date.now();
+  const deadline = started + budgetMs;
+  let pending: number;
+  for (;;) {
+    const { rows } = await bench.pool.query<{ n: string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'");
+    pending = Number(rows[0]!.n);
+    if (pending === 0 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  if (pending > 0) log(`${pending} webhook deliveries still due after waiting ${budgetMs / 1000} s; going on`);
+  else if (Date.now() - started > 1_000) log(`waited ${((Date.now() - started) / 1000).toFixed(1)} s for the webhook delivery backlog to drain`);
+}
+const report: RunReport = {
+  startedAt,
+  finishedAt: new Date().toISOString(),
+  mode: quick ? "quick" : "full",
+  command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+  code,
+  machine: machineInfo(postgres),
+  loadAverage: { start: loadStart, end: loadAverage(), samples: loadSamples },
+  stack: { services: "Hardhat node (automine), escrow + TestUSDC, Ponder 0.17.7, PostgreSQL, service child process (test/support/service-process.ts), webhook receiver" },
+  figures: results,
+};
+if (results.length > 0) {
+  const written = await writeReport(values.out!, report);
+  log(`wrote ${path.relative(repoRoot, written.markdown)} and ${path.relative(repoRoot, written.json)}`);
+}
+for (const f of results) {
+  const show = (m: FigureResult["figure"]) => (m ? `${m.value} ${m.unit}` : "-");
+  log(`#${f.id} ${f.title}: ${show(f.figure)} | reference ${show(f.reference)} | ${f.comparison ?? f.status}`);
+}
+log(`done in ${((Date.now() - runStart) / 1000).toFixed(0)} s, load average ${report.loadAverage.end.join(" / ")}`);
+process.exit(failed ? 1 : 0);

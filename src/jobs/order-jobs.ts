@@ -68,14 +68,15 @@ export async function createOrderQueues(boss: PgBoss): Promise<void> {
 /** Workers: timers fire into the order actor; chain transactions are sent once by the sender. */
 export async function startOrderWorkers(deps: { boss: PgBoss; pool: Pool; ports: OrderEffectPorts; sender: TransactionSender | undefined; logger: Logger }): Promise<void> {
   const { boss, pool, ports, logger } = deps;
-  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, async ([job]) => {
+  // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
+  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
     const { orderId, timer, dueAt } = job!.data;
     const result = await applyOrderEvent(pool, ports, orderId, { type: "TIMER_FIRED", timer, dueAt, at: new Date().toISOString() });
     logger.info({ orderId, timer, changed: result.changed, status: result.status }, "order timer fired");
   });
   const sender = deps.sender;
   if (sender) {
-    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2 }, async ([job]) => {
+    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => {
       try {
         const outcome = await sender.process(job!.data.transactionId);
         logger.info({ transactionId: job!.data.transactionId, outcome }, "escrow transaction settled");

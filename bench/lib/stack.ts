@@ -111,7 +111,9 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
 
 /** Registers a user (201, or 409 when it exists). */
 export async function ensureUser(stack: BenchStack, partner: Partner, ref: string): Promise<void> {
-  const response = await stack.api(partner.apiKey, "POST", "/users", { partnerUserRef: ref });
+  // Attested FULL: a bench user trades far past the KYC thresholds, which would refuse its orders.
+  const kycAttestation = { level: "FULL", verifiedAt: new Date(Date.now() - 86_400_000).toISOString() };
+  const response = await stack.api(partner.apiKey, "POST", "/users", { partnerUserRef: ref, kycAttestation });
   if (response.status !== 201 && response.status !== 409) throw new Error(`user ${ref}: ${response.status} ${JSON.stringify(response.body)}`);
 }
 

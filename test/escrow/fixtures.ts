@@ -26,6 +26,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { ARBITER_ROLE, SERVICE_ROLE, readArtifact } from "../../src/chain/deploy.ts";
 import { escrowAbi, escrowEip712Domain, orderTermsTypes, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { devAccounts } from "../../src/chain/local-node.ts";
+import type { OrderTerms } from "../../src/chain/escrow-gateway.ts";
 
 export const DAY = 86_400n;
 export const USDC = 1_000_000n; // 1 USDC in token units
@@ -55,17 +56,7 @@ export function escrowEvents(receipt: TransactionReceipt, escrow: Address) {
   return parseEventLogs({ abi: escrowAbi, logs: receipt.logs.filter((log) => getAddress(log.address) === escrow) });
 }
 
-export interface OrderTerms {
-  orderId: Hex;
-  token: Address;
-  amount: bigint;
-  feeBps: number;
-  feeRecipient: Address;
-  treasuryShareBps: number;
-  depositDeadline: bigint;
-  listingWindow: bigint;
-  lockWindow: bigint;
-}
+export type { OrderTerms };
 
 export type Fixture = Awaited<ReturnType<typeof deployFixture>>;
 

@@ -4,64 +4,32 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
-import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment } from "../../src/chain/deploy.ts";
-import { startIndexer, type Indexer } from "../../src/chain/indexer-process.ts";
-import { DEV_ACCOUNT, devAccounts, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { CHAIN_SEND_QUEUE } from "../../src/jobs/order-jobs.ts";
-import { createTestDatabase } from "../support/database.ts";
 import type { ApiResponse } from "../support/service.ts";
-import { freePort, waitFor } from "../support/trade-stack.ts";
+import { startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
 import { chainTransactions, indexedEvents, lockedOrder, sandbox, usdcBalance, waitForStatus, waitForTimeline, type Json, type PaymentStack } from "./support/payments.ts";
 
 const serviceScript = fileURLToPath(new URL("./support/service-process.ts", import.meta.url));
 const ADMIN_TOKEN = "crash-test-admin-token-0123456789";
 
-let chain: LocalChain;
-let deployment: Deployment;
-let database: { url: string; drop(): Promise<void> };
-let indexer: Indexer;
-let indexerSchema: string;
+let chainStack: ChainStack;
 let pool: Pool;
 const children: ChildProcess[] = [];
 
 before(async () => {
-  if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
-  chain = await startLocalChain({ port: 0 });
-  deployment = await deployContracts({
-    rpcUrl: chain.rpcUrl,
-    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-    serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-    arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
-  });
-  database = await createTestDatabase();
-  indexerSchema = `ponder_c${Date.now().toString(36)}`;
-  indexer = await startIndexer({
-    databaseUrl: database.url,
-    schema: indexerSchema,
-    rpcUrl: chain.rpcUrl,
-    chainId: deployment.chainId,
-    escrowAddress: deployment.escrowAddress,
-    startBlock: deployment.deploymentBlock,
-    port: await freePort(),
-    logLevel: "warn",
-  });
-  pool = createPool(database.url, 3);
+  chainStack = await startChainStack();
+  pool = createPool(chainStack.databaseUrl, 3);
 });
 
 after(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
   await Promise.all(children.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, "exit") : undefined)));
   await pool?.end();
-  await indexer?.stop();
-  await database?.drop();
-  await chain?.stop();
+  await chainStack?.close();
 });
 
 /** Starts the service in a child process on this test's database, chain and indexer. */
@@ -69,14 +37,14 @@ async function startServiceProcess(env: Record<string, string> = {}): Promise<{ 
   const child = spawn(process.execPath, [serviceScript], {
     env: {
       ...process.env,
-      DATABASE_URL: database.url,
-      INDEXER_SCHEMA: indexerSchema,
-      RPC_URL: chain.rpcUrl,
-      CHAIN_ID: String(deployment.chainId),
-      ESCROW_ADDRESS: deployment.escrowAddress,
-      USDC_ADDRESS: deployment.usdcAddress,
-      SERVICE_PRIVATE_KEY: devAccounts[DEV_ACCOUNT.service].privateKey,
-      ARBITER_PRIVATE_KEY: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
+      DATABASE_URL: chainStack.databaseUrl,
+      INDEXER_SCHEMA: chainStack.indexerSchema,
+      RPC_URL: chainStack.chainSettings.rpcUrl,
+      CHAIN_ID: String(chainStack.chainSettings.chainId),
+      ESCROW_ADDRESS: chainStack.chainSettings.escrowAddress,
+      USDC_ADDRESS: chainStack.chainSettings.usdcAddress,
+      SERVICE_PRIVATE_KEY: chainStack.chainSettings.servicePrivateKey,
+      ARBITER_PRIVATE_KEY: chainStack.chainSettings.arbiterPrivateKey,
       ADMIN_TOKEN,
       PORT: "0",
       ...env,
@@ -113,7 +81,7 @@ test("killed after the payment is verified and before the release is sent, the r
   };
 
   const order = await lockedOrder(stack);
-  const buyerBefore = await usdcBalance(chain.rpcUrl, deployment.usdcAddress as Address, order.buyerWallet!);
+  const buyerBefore = await usdcBalance(chainStack.chainSettings.rpcUrl, chainStack.chainSettings.usdcAddress as Address, order.buyerWallet!);
   const paid = await sandbox<{ trackingKey: string }>(stack, order.id, "pay");
   assert.equal(paid.status, 200, JSON.stringify(paid.body));
   await waitForTimeline(stack, order.id, "PAYMENT_VERIFIED");
@@ -124,15 +92,15 @@ test("killed after the payment is verified and before the release is sent, the r
   first.child.kill("SIGKILL");
   await once(first.child, "exit");
   assert.equal(first.child.signalCode, "SIGKILL");
-  assert.deepEqual(await indexedEvents(pool, indexerSchema, order.escrowOrderId, "Released"), [], "nothing was released before the crash");
+  assert.deepEqual(await indexedEvents(pool, chainStack.indexerSchema, order.escrowOrderId, "Released"), [], "nothing was released before the crash");
 
   const second = await startServiceProcess();
   baseUrl = second.baseUrl;
   const completed = await waitForStatus(stack, order.id, "COMPLETED", 60_000);
-  const released = await indexedEvents(pool, indexerSchema, order.escrowOrderId, "Released");
+  const released = await indexedEvents(pool, chainStack.indexerSchema, order.escrowOrderId, "Released");
   assert.deepEqual(released.map((event) => event.transaction_hash), [completed.releaseTxHash], "one Released event, from the recorded transaction");
   assert.deepEqual(await chainTransactions(pool, order.id), [{ action: "confirmPayment", status: "MINED", tx_hash: completed.releaseTxHash }]);
-  const buyerAfter = await usdcBalance(chain.rpcUrl, deployment.usdcAddress as Address, order.buyerWallet!);
+  const buyerAfter = await usdcBalance(chainStack.chainSettings.rpcUrl, chainStack.chainSettings.usdcAddress as Address, order.buyerWallet!);
   assert.equal(buyerAfter - buyerBefore, BigInt(order.amountRaw), "the buyer was paid once");
   assert.equal(completed.timeline.filter((entry) => entry.event === "PAYMENT_VERIFIED").length, 1);
 });

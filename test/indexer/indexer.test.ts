@@ -277,6 +277,12 @@ function watchConsumerView(): { stop(): Promise<{ violations: string[]; samples:
           rows = await queryEvents("WHERE block_number <= $1", [head.latestBlock.toString()], "ALL", client);
         }
         await client.query("COMMIT");
+      } catch (error) {
+        // A snapshot reader can be chosen as the deadlock victim against Ponder's exclusive locks while it
+        // reverts on restart; like the service's consumer, the watcher reads again (no sample is taken).
+        await client.query("ROLLBACK").catch(() => undefined);
+        if ((error as { code?: string }).code !== "40P01") throw error;
+        head = undefined;
       } finally {
         client.release();
       }

@@ -20,6 +20,15 @@ export default defineConfig({
       evmVersion: "cancun",
     },
   },
+  networks: {
+    // The network `hardhat node` serves (src/chain/local-node.ts: the sandbox chain of `npm start` and of
+    // the trade tests). With automine each transaction gets a block of its own, and by default a block's
+    // timestamp must exceed its parent's: a burst of transactions then pushes chain time one second per
+    // block ahead of the wall clock, for good (the node keeps the offset), and deposit deadlines signed
+    // from the wall clock revert. Blocks may share a second instead, so chain time follows the wall clock
+    // (decisions section 1; test/chain/local-clock.test.ts).
+    node: { type: "edr-simulated", chainId: 31337, allowBlocksWithSameTimestamp: true },
+  },
   paths: {
     sources: "contracts",
     tests: { nodejs: "test/escrow" },

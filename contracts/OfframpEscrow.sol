@@ -19,18 +19,37 @@ import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 /// (resolveDispute); Active -> Refunded (expireListing, cancel). Released and Refunded are terminal
 /// and an order id can never be used again.
 ///
-/// Roles: DEFAULT_ADMIN_ROLE manages the token allow-list, the treasury, pause and the other roles;
-/// SERVICE_ROLE signs order terms (EIP-712), confirms payments and cancels; ARBITER_ROLE resolves
+/// Roles: DEFAULT_ADMIN_ROLE manages the token allow-list, the treasury, pause, the other roles and
+/// the recovery of stray tokens; SERVICE_ROLE signs order terms and lock permits (EIP-712), confirms
+/// payments, cancels, and refunds expired locks during the refund grace period; ARBITER_ROLE resolves
 /// disputes.
 ///
+/// Locks: a buyer locks with a lock permit the service signed for that buyer's wallet (EIP-712
+/// `LockPermit`), so only buyers the service admitted can take an order. A lock's effective expiry is
+/// `lockExpiresAt` plus the time the escrow has been paused since the lock began (`lockExpiryOf`).
+/// The service may confirm a payment until the effective expiry plus REFUND_GRACE_SECONDS; after the
+/// effective expiry only the service may refund the lock, and after the grace period anyone may. The
+/// service uses the grace period to finish verifying a payment the buyer reported inside the lock
+/// window: while such a report is being verified it does not refund, and nobody else can.
+///
+/// Payouts: a release pays the buyer at once; every fee share (the partner's or the seller's fee and
+/// the treasury's share) is credited inside the escrow (`accrued`) and withdrawn by its owner
+/// (`withdraw`, pull payment), so a recipient that cannot receive the token never blocks a release.
+/// The escrow always holds at least the open orders' amounts plus the credited, unwithdrawn shares of
+/// each token; only what it holds beyond that (tokens sent to it outside any order) can be recovered
+/// by the admin (`recoverTokens`).
+///
 /// Pause policy: pausing is for emergencies such as a leaked service or arbiter key. It blocks every
-/// call that takes in new funds or commits an order to a buyer, and every call that pays a buyer:
-/// `deposit`, `lock`, `confirmPayment`, and `resolveDispute` with a releasing outcome (BUYER,
-/// NO_FAULT_RELEASE). It never blocks a path that returns funds to the depositing seller or that
-/// protects a party, so no funds are trapped while paused: `refundExpiredLock`, `expireListing`,
-/// `cancel`, `openDispute` (a buyer who paid can freeze the order before its lock times out) and
-/// `resolveDispute` with a refunding or retry outcome (SELLER, NO_FAULT_REFUND, NO_FAULT_RETRY) keep
-/// working. Money can therefore only leave to a seller while paused, never to a new party.
+/// call that takes in new funds or commits an order to a buyer, and every call that pays anyone but
+/// the depositing seller: `deposit`, `lock`, `confirmPayment`, `withdraw`, and `resolveDispute` with a
+/// releasing outcome (BUYER, NO_FAULT_RELEASE). Pausing also stops time for locks: no locked order can
+/// be refunded by lock expiry while paused (`refundExpiredLock` is blocked), and every lock's expiry,
+/// as well as its confirmation deadline, moves by the time the escrow was paused during the lock, so a
+/// buyer who paid in time is never refunded away because of a pause. Paths that only return funds to
+/// the depositing seller or that protect a party keep working, so no order is trapped: `expireListing`,
+/// `cancel`, `openDispute` (a party can freeze the order) and `resolveDispute` with a refunding or
+/// retry outcome (SELLER, NO_FAULT_REFUND, NO_FAULT_RETRY). `recoverTokens` (admin, stray tokens only)
+/// is not affected.
 contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     using SafeERC20 for IERC20;
 
@@ -42,12 +61,16 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     bytes32 public constant ORDER_TERMS_TYPEHASH = keccak256(
         "OrderTerms(bytes32 orderId,address token,uint256 amount,uint16 feeBps,address feeRecipient,uint16 treasuryShareBps,uint64 depositDeadline,uint64 listingWindow,uint64 lockWindow)"
     );
+    bytes32 public constant LOCK_PERMIT_TYPEHASH =
+        keccak256("LockPermit(bytes32 orderId,address buyer,uint64 deadline)");
 
     /// @notice Partner fee ceiling: 1000 bps = 10 % (the API's feePercent is 0..10).
     uint16 public constant MAX_FEE_BPS = 1000;
     uint16 public constant BPS_DENOMINATOR = 10_000;
     /// @notice Upper bound of listingWindow and lockWindow (keeps deadlines far from uint64 overflow).
     uint64 public constant MAX_WINDOW = 365 days;
+    /// @notice Upper bound of the refund grace period.
+    uint64 public constant MAX_REFUND_GRACE = 30 days;
     /// @notice Reputation points lost by the losing side of a dispute.
     int256 public constant DISPUTE_PENALTY = 50;
 
@@ -63,6 +86,11 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     uint8 public constant REFUND_LISTING_EXPIRED = 1;
     uint8 public constant REFUND_CANCELLED = 2;
     uint8 public constant REFUND_DISPUTE = 3;
+
+    /// @notice Seconds after a lock's effective expiry during which the service may still confirm the
+    /// payment and only the service may refund the lock; afterwards anyone may refund it and it can
+    /// no longer be confirmed. Fixed at deployment.
+    uint64 public immutable REFUND_GRACE_SECONDS;
 
     // ------------------------------------------------------------------ types
 
@@ -80,7 +108,9 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     /// @param token allow-listed ERC-20 (USDC)
     /// @param amount token units escrowed
     /// @param feeBps partner fee in basis points (feePercent * 100), 0..MAX_FEE_BPS
-    /// @param feeRecipient partner fee wallet; address(0) means the fee goes back to the seller (USER)
+    /// @param feeRecipient who is credited the fee less the treasury share: the partner's fee wallet;
+    /// address(0) means the seller (USER fee); for a partner without a fee wallet the service names
+    /// the treasury, which is then credited the whole fee (the partner's part is settled off-chain)
     /// @param treasuryShareBps the service's revenue share of the fee, 0..10000
     /// @param depositDeadline last timestamp at which deposit is accepted
     /// @param listingWindow seconds the order stays lockable after the deposit
@@ -97,8 +127,19 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         uint64 lockWindow;
     }
 
+    /// @notice What the service signs to admit one buyer wallet to lock one order, until a deadline.
+    /// A permit is usable once: it names one order, and an order is locked at most once ever (Active
+    /// is entered only by the deposit and never re-entered; NO_FAULT_RETRY returns to Locked, not
+    /// Active), so once a lock succeeds no permit for that order can succeed again.
+    struct LockPermit {
+        bytes32 orderId;
+        address buyer;
+        uint64 deadline;
+    }
+
     /// @notice On-chain state of an order. Fields are ordered for storage packing (5 slots); read them
-    /// by name.
+    /// by name. `lockExpiresAt` is the raw expiry set at lock (or retry); `pausedTotalAtLock` is the
+    /// escrow's cumulative paused seconds at that moment (see lockExpiryOf).
     struct Order {
         address seller;
         uint16 feeBps;
@@ -110,6 +151,7 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         address token;
         uint64 listingExpiresAt;
         address feeRecipient;
+        uint64 pausedTotalAtLock;
         uint256 amount;
     }
 
@@ -132,8 +174,18 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     mapping(address account => int256) public reputation;
     /// @notice ERC-20 tokens accepted for new deposits.
     mapping(address token => bool) public tokenAllowed;
+    /// @notice Fee shares credited to an account and not yet withdrawn, per token.
+    mapping(address account => mapping(address token => uint256)) public accrued;
+    /// @notice Sum of the amounts of the Active, Locked and Disputed orders, per token.
+    mapping(address token => uint256) public totalEscrowed;
+    /// @notice Sum of `accrued` over every account, per token.
+    mapping(address token => uint256) public totalAccrued;
     /// @notice Receives the service's revenue share of partner fees.
     address public treasury;
+    /// @notice Seconds the escrow has been paused in total, finished pauses only.
+    uint64 public pausedTotal;
+    /// @notice When the current pause began (0 while not paused).
+    uint64 public pausedAt;
 
     // ------------------------------------------------------------------ events
 
@@ -149,9 +201,11 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         uint64 lockWindow
     );
     event Locked(bytes32 indexed orderId, address indexed buyer, uint64 lockExpiresAt);
-    /// @param feeRecipient the address actually paid the fee (the seller when the terms said address(0))
-    /// @param feeAmount what feeRecipient received (fee minus the treasury share)
-    /// @param treasuryAmount what the treasury received; buyerAmount + feeAmount + treasuryAmount == amount
+    /// @param buyerAmount what the buyer was paid (transferred in this transaction)
+    /// @param feeRecipient the account credited the fee (the seller when the terms said address(0))
+    /// @param feeAmount what feeRecipient was credited (fee minus the treasury share), to withdraw
+    /// @param treasuryAmount what the treasury was credited, to withdraw;
+    /// buyerAmount + feeAmount + treasuryAmount == amount
     /// @param cepHash the payment proof, or bytes32(0) when released by a dispute resolution
     event Released(
         bytes32 indexed orderId,
@@ -171,6 +225,13 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     event ReputationChanged(address indexed account, int256 delta, int256 newScore);
     event TokenAllowed(address indexed token, bool allowed);
     event TreasuryUpdated(address indexed previousTreasury, address indexed newTreasury);
+    /// @notice An account withdrew its credited fee shares of `token` to `to`.
+    event Withdrawn(address indexed account, address indexed token, address to, uint256 amount);
+    /// @notice The admin recovered tokens sent to the escrow outside any order.
+    event TokensRecovered(address indexed token, address indexed to, uint256 amount);
+    /// @notice Emitted with OpenZeppelin's Unpaused: the pause that just ended lasted `duration`
+    /// seconds, and every open lock's expiry moved by as much; `pausedTotal` is the new cumulative sum.
+    event LockClockResumed(uint64 duration, uint64 pausedTotal);
 
     // ------------------------------------------------------------------ errors
 
@@ -183,24 +244,34 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     error FeeTooHigh(uint16 feeBps);
     error TreasuryShareTooHigh(uint16 treasuryShareBps);
     error InvalidWindow(uint64 listingWindow, uint64 lockWindow);
+    error InvalidRefundGrace(uint64 refundGraceSeconds);
     error InvalidSignature();
     error UnauthorizedSigner(address signer);
     error TransferAmountMismatch(uint256 expected, uint256 received);
     error SellerCannotLock();
+    error PermitNotForCaller(address buyer);
+    error PermitExpired(uint64 deadline);
     error ListingExpired(uint64 listingExpiresAt);
     error ListingNotExpired(uint64 listingExpiresAt);
     error LockNotExpired(uint64 lockExpiresAt);
+    error RefundGracePeriod(uint64 publicRefundAt);
+    error PaymentWindowClosed(uint64 confirmDeadline);
     error InvalidCepHash();
     error CepHashAlreadyUsed(bytes32 cepHash);
     error NotOrderParty(address caller);
     error InvalidOutcome(uint8 outcome);
+    error NothingToWithdraw();
+    error InsufficientStray(uint256 available);
 
     // ------------------------------------------------------------------ constructor
 
     /// @param admin receives DEFAULT_ADMIN_ROLE (grants SERVICE_ROLE / ARBITER_ROLE afterwards)
-    /// @param treasury_ receives the service's revenue share of fees
-    constructor(address admin, address treasury_) EIP712("OfframpEscrow", "1") {
+    /// @param treasury_ is credited the service's revenue share of fees
+    /// @param refundGraceSeconds REFUND_GRACE_SECONDS, 0..MAX_REFUND_GRACE (the deploy uses 3600)
+    constructor(address admin, address treasury_, uint64 refundGraceSeconds) EIP712("OfframpEscrow", "1") {
         if (admin == address(0) || treasury_ == address(0)) revert ZeroAddress();
+        if (refundGraceSeconds > MAX_REFUND_GRACE) revert InvalidRefundGrace(refundGraceSeconds);
+        REFUND_GRACE_SECONDS = refundGraceSeconds;
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         treasury = treasury_;
         emit TreasuryUpdated(address(0), treasury_);
@@ -215,20 +286,40 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         emit TokenAllowed(token, allowed);
     }
 
-    /// @notice Changes the treasury; applies to every release from now on.
+    /// @notice Changes the treasury; applies to every release from now on. What the previous treasury
+    /// was credited stays its own to withdraw.
     function setTreasury(address newTreasury) external onlyRole(DEFAULT_ADMIN_ROLE) {
         if (newTreasury == address(0)) revert ZeroAddress();
         emit TreasuryUpdated(treasury, newTreasury);
         treasury = newTreasury;
     }
 
-    /// @notice Emergency stop; see the pause policy in the contract documentation.
+    /// @notice Emergency stop; see the pause policy in the contract documentation. Lock time stops.
     function pause() external onlyRole(DEFAULT_ADMIN_ROLE) {
         _pause();
+        pausedAt = uint64(block.timestamp);
     }
 
+    /// @notice Ends the pause; every open lock's expiry has moved by the pause's duration.
     function unpause() external onlyRole(DEFAULT_ADMIN_ROLE) {
         _unpause();
+        uint64 duration = uint64(block.timestamp) - pausedAt;
+        uint64 total = pausedTotal + duration;
+        pausedTotal = total;
+        pausedAt = 0;
+        emit LockClockResumed(duration, total);
+    }
+
+    /// @notice Sends `amount` of `token` held by the escrow outside any order to `to`: at most the
+    /// balance minus the open orders' amounts minus the credited, unwithdrawn fee shares of that token.
+    /// Escrowed and credited funds can never be taken this way.
+    function recoverTokens(address token, address to, uint256 amount) external nonReentrant onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (token == address(0) || to == address(0)) revert ZeroAddress();
+        if (amount == 0) revert ZeroAmount();
+        uint256 available = strayBalance(token);
+        if (amount > available) revert InsufficientStray(available);
+        emit TokensRecovered(token, to, amount);
+        IERC20(token).safeTransfer(to, amount);
     }
 
     // ------------------------------------------------------------------ order flow
@@ -251,9 +342,7 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
                 || terms.lockWindow > MAX_WINDOW
         ) revert InvalidWindow(terms.listingWindow, terms.lockWindow);
 
-        (address signer, ECDSA.RecoverError err,) = ECDSA.tryRecover(hashTerms(terms), signature);
-        if (err != ECDSA.RecoverError.NoError) revert InvalidSignature();
-        if (!hasRole(SERVICE_ROLE, signer)) revert UnauthorizedSigner(signer);
+        _requireServiceSignature(hashTerms(terms), signature);
 
         uint64 listingExpiresAt = uint64(block.timestamp) + terms.listingWindow;
         order.seller = msg.sender;
@@ -265,6 +354,7 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         order.listingExpiresAt = listingExpiresAt;
         if (terms.feeRecipient != address(0)) order.feeRecipient = terms.feeRecipient;
         order.amount = terms.amount;
+        totalEscrowed[terms.token] += terms.amount;
 
         emit Deposited(
             terms.orderId,
@@ -287,37 +377,60 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         if (received != terms.amount) revert TransferAmountMismatch(terms.amount, received);
     }
 
-    /// @notice A buyer (anyone but the seller) takes an Active, unexpired order and gets `lockWindow`
-    /// seconds to pay the seller by SPEI.
-    function lock(bytes32 orderId) external nonReentrant whenNotPaused {
+    /// @notice A buyer admitted by the service takes an Active, unexpired order and gets `lockWindow`
+    /// seconds to pay the seller by SPEI. The permit must be signed (EIP-712 `LockPermit`) by a
+    /// SERVICE_ROLE holder, name this order and msg.sender as the buyer, and not be past its deadline
+    /// (the deadline's own second included). The seller can never lock its own order.
+    function lock(LockPermit calldata permit, bytes calldata signature) external nonReentrant whenNotPaused {
+        bytes32 orderId = permit.orderId;
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Active);
+        if (msg.sender != permit.buyer) revert PermitNotForCaller(permit.buyer);
+        if (block.timestamp > permit.deadline) revert PermitExpired(permit.deadline);
         if (msg.sender == order.seller) revert SellerCannotLock();
         if (block.timestamp >= order.listingExpiresAt) revert ListingExpired(order.listingExpiresAt);
+        _requireServiceSignature(hashLockPermit(permit), signature);
+
         uint64 lockExpiresAt = uint64(block.timestamp) + order.lockWindow;
         order.buyer = msg.sender;
         order.lockExpiresAt = lockExpiresAt;
         order.status = Status.Locked;
+        // Not paused here (whenNotPaused), so pausedTotal is the whole paused time so far.
+        order.pausedTotalAtLock = pausedTotal;
         emit Locked(orderId, msg.sender, lockExpiresAt);
     }
 
-    /// @notice The service has verified the CEP: pays buyer, fee recipient and treasury in one
-    /// transaction. Accepted while Locked even after lockExpiresAt as long as nobody has refunded yet
-    /// (the service only confirms payments made inside the lock window). A CEP hash is usable once ever.
+    /// @notice The service has verified the CEP: pays the buyer and credits the fee recipient and the
+    /// treasury, in one transaction. Accepted while Locked until the lock's effective expiry plus
+    /// REFUND_GRACE_SECONDS (exclusive), even if the lock has expired, since the service confirms only
+    /// payments made inside the lock window; from then on the lock can only be refunded (or disputed).
+    /// A CEP hash is usable once ever.
     function confirmPayment(bytes32 orderId, bytes32 cepHash) external nonReentrant whenNotPaused onlyRole(SERVICE_ROLE) {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Locked);
+        uint64 confirmDeadline = _lockExpiry(order) + REFUND_GRACE_SECONDS;
+        if (block.timestamp >= confirmDeadline) revert PaymentWindowClosed(confirmDeadline);
         if (cepHash == bytes32(0)) revert InvalidCepHash();
         if (cepHashUsed[cepHash]) revert CepHashAlreadyUsed(cepHash);
         cepHashUsed[cepHash] = true;
         _release(orderId, order, cepHash);
     }
 
-    /// @notice Anyone may refund the seller once a lock has timed out without payment. Works while paused.
-    function refundExpiredLock(bytes32 orderId) external nonReentrant {
+    /// @notice Refunds the seller of a lock that timed out unpaid. Verified payment beats the clock:
+    /// from the lock's effective expiry (lockExpiryOf) only a SERVICE_ROLE holder may call it, for
+    /// REFUND_GRACE_SECONDS, during which the service may still confirm a payment reported inside the
+    /// lock window (it refunds only when no such report is being verified); from effective expiry +
+    /// REFUND_GRACE_SECONDS anyone may, and the payment can no longer be confirmed. Blocked while
+    /// paused: a pause stops lock time.
+    function refundExpiredLock(bytes32 orderId) external nonReentrant whenNotPaused {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Locked);
-        if (block.timestamp < order.lockExpiresAt) revert LockNotExpired(order.lockExpiresAt);
+        uint64 expiry = _lockExpiry(order);
+        if (block.timestamp < expiry) revert LockNotExpired(expiry);
+        uint64 publicRefundAt = expiry + REFUND_GRACE_SECONDS;
+        if (block.timestamp < publicRefundAt && !hasRole(SERVICE_ROLE, msg.sender)) {
+            revert RefundGracePeriod(publicRefundAt);
+        }
         _refund(orderId, order, REFUND_LOCK_EXPIRED);
     }
 
@@ -337,8 +450,8 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     }
 
     /// @notice The buyer or the seller freezes a Locked order for the arbiter. While Disputed the order
-    /// cannot time out. Allowed as long as the order is Locked, even past lockExpiresAt if nobody has
-    /// refunded it yet. Works while paused (see the pause policy).
+    /// has no lock clock: it cannot time out, and lockExpiryOf answers 0. Allowed as long as the order
+    /// is Locked, even past its expiry if nobody has refunded it yet. Works while paused.
     function openDispute(bytes32 orderId) external nonReentrant {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Locked);
@@ -351,8 +464,10 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     /// @notice The arbiter settles a dispute. OUTCOME_BUYER releases as confirmPayment would (without a
     /// CEP hash) and costs the seller DISPUTE_PENALTY reputation; OUTCOME_SELLER refunds and costs the
     /// buyer DISPUTE_PENALTY; NO_FAULT_RELEASE / NO_FAULT_REFUND do the same without penalty;
-    /// NO_FAULT_RETRY returns the order to Locked with a fresh lock window. DisputeResolved is emitted
-    /// before the Released / Refunded of the same call. Releasing outcomes are blocked while paused.
+    /// NO_FAULT_RETRY returns the order to Locked with a fresh lock window that starts now: pauses
+    /// before the retry do not extend it, pause time from now on (the rest of a current pause
+    /// included) does. DisputeResolved is emitted before the Released / Refunded of the same call.
+    /// Releasing outcomes are blocked while paused.
     function resolveDispute(bytes32 orderId, uint8 outcome) external nonReentrant onlyRole(ARBITER_ROLE) {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Disputed);
@@ -370,15 +485,55 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         } else {
             uint64 lockExpiresAt = uint64(block.timestamp) + order.lockWindow;
             order.lockExpiresAt = lockExpiresAt;
+            order.pausedTotalAtLock = _pausedTotalNow();
             order.status = Status.Locked;
             emit DisputeResolved(orderId, outcome, lockExpiresAt);
         }
+    }
+
+    /// @notice Sends msg.sender all its credited fee shares of `token`. Blocked while paused.
+    function withdraw(address token) external {
+        withdrawTo(token, msg.sender);
+    }
+
+    /// @notice Sends msg.sender's credited fee shares of `token` to `to` (e.g. when msg.sender itself
+    /// cannot receive the token). Blocked while paused.
+    function withdrawTo(address token, address to) public nonReentrant whenNotPaused {
+        if (to == address(0)) revert ZeroAddress();
+        uint256 amount = accrued[msg.sender][token];
+        if (amount == 0) revert NothingToWithdraw();
+        accrued[msg.sender][token] = 0;
+        totalAccrued[token] -= amount;
+        emit Withdrawn(msg.sender, token, to, amount);
+        IERC20(token).safeTransfer(to, amount);
     }
 
     // ------------------------------------------------------------------ views
 
     function getOrder(bytes32 orderId) external view returns (Order memory) {
         return _orders[orderId];
+    }
+
+    /// @notice The effective expiry of a Locked order: lockExpiresAt moved by the time the escrow has
+    /// been paused since the lock began (the current pause included, so it keeps moving while paused);
+    /// 0 for an order that is not Locked. The service's lock timers follow this value.
+    function lockExpiryOf(bytes32 orderId) external view returns (uint64) {
+        Order storage order = _orders[orderId];
+        if (order.status != Status.Locked) return 0;
+        return _lockExpiry(order);
+    }
+
+    /// @notice Cumulative paused seconds, the current pause included.
+    function pausedTotalNow() external view returns (uint64) {
+        return _pausedTotalNow();
+    }
+
+    /// @notice What recoverTokens could send of `token`: the balance beyond the open orders and the
+    /// credited fee shares.
+    function strayBalance(address token) public view returns (uint256) {
+        uint256 balance = IERC20(token).balanceOf(address(this));
+        uint256 owed = totalEscrowed[token] + totalAccrued[token];
+        return balance > owed ? balance - owed : 0;
     }
 
     /// @notice The EIP-712 digest the service signs for `terms` (domain "OfframpEscrow", version "1",
@@ -402,6 +557,11 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         );
     }
 
+    /// @notice The EIP-712 digest the service signs for a lock permit (same domain as hashTerms).
+    function hashLockPermit(LockPermit calldata permit) public view returns (bytes32) {
+        return _hashTypedDataV4(keccak256(abi.encode(LOCK_PERMIT_TYPEHASH, permit.orderId, permit.buyer, permit.deadline)));
+    }
+
     /// @notice The EIP-712 domain separator of this deployment.
     function domainSeparator() external view returns (bytes32) {
         return _domainSeparatorV4();
@@ -414,12 +574,28 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         if (status != expected) revert InvalidStatus(orderId, status);
     }
 
+    function _requireServiceSignature(bytes32 digest, bytes calldata signature) private view {
+        (address signer, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signature);
+        if (err != ECDSA.RecoverError.NoError) revert InvalidSignature();
+        if (!hasRole(SERVICE_ROLE, signer)) revert UnauthorizedSigner(signer);
+    }
+
+    function _pausedTotalNow() private view returns (uint64) {
+        return paused() ? pausedTotal + (uint64(block.timestamp) - pausedAt) : pausedTotal;
+    }
+
+    function _lockExpiry(Order storage order) private view returns (uint64) {
+        return order.lockExpiresAt + (_pausedTotalNow() - order.pausedTotalAtLock);
+    }
+
     /// @dev fee = amount * feeBps / 10000 and treasuryAmount = fee * treasuryShareBps / 10000, both
-    /// rounded down; the buyer gets amount - fee, the fee recipient (the seller when unset) the rest.
+    /// rounded down; the buyer is paid amount - fee at once, the fee recipient (the seller when unset)
+    /// and the treasury are credited the rest (pull payment: see withdraw).
     function _release(bytes32 orderId, Order storage order, bytes32 cepHash) private {
         order.status = Status.Released;
         Payout memory p;
         uint256 amount = order.amount;
+        address token = order.token;
         uint256 fee = (amount * order.feeBps) / BPS_DENOMINATOR;
         p.treasuryAmount = (fee * order.treasuryShareBps) / BPS_DENOMINATOR;
         p.feeAmount = fee - p.treasuryAmount;
@@ -428,22 +604,28 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
         p.feeRecipient = order.feeRecipient == address(0) ? order.seller : order.feeRecipient;
         p.treasury = treasury;
 
+        totalEscrowed[token] -= amount;
+        if (fee != 0) {
+            totalAccrued[token] += fee;
+            if (p.feeAmount != 0) accrued[p.feeRecipient][token] += p.feeAmount;
+            if (p.treasuryAmount != 0) accrued[p.treasury][token] += p.treasuryAmount;
+        }
+
         emit Released(
             orderId, p.buyer, p.buyerAmount, p.feeRecipient, p.feeAmount, p.treasury, p.treasuryAmount, cepHash
         );
 
-        IERC20 token = IERC20(order.token);
-        if (p.buyerAmount != 0) token.safeTransfer(p.buyer, p.buyerAmount);
-        if (p.feeAmount != 0) token.safeTransfer(p.feeRecipient, p.feeAmount);
-        if (p.treasuryAmount != 0) token.safeTransfer(p.treasury, p.treasuryAmount);
+        if (p.buyerAmount != 0) IERC20(token).safeTransfer(p.buyer, p.buyerAmount);
     }
 
     function _refund(bytes32 orderId, Order storage order, uint8 reason) private {
         order.status = Status.Refunded;
         address seller = order.seller;
         uint256 amount = order.amount;
+        address token = order.token;
+        totalEscrowed[token] -= amount;
         emit Refunded(orderId, seller, amount, reason);
-        IERC20(order.token).safeTransfer(seller, amount);
+        IERC20(token).safeTransfer(seller, amount);
     }
 
     function _penalize(address account) private {

@@ -26,16 +26,22 @@ interface AbiParam {
   components?: AbiParam[];
 }
 
-/** The EIP-712 OrderTerms type, taken from deposit()'s first parameter so it cannot drift. */
-function orderTermsTypes(abi: unknown[]): { name: string; type: string }[] {
-  const deposit = abi.find(
-    (item): item is { type: string; name: string; inputs: AbiParam[] } =>
-      typeof item === "object" && item !== null && (item as { name?: unknown }).name === "deposit",
+/** The components of the struct that `fn`'s first parameter takes, as EIP-712 type fields. */
+function structTypes(abi: unknown[], fn: string, struct: string): { name: string; type: string }[] {
+  const item = abi.find(
+    (entry): entry is { type: string; name: string; inputs: AbiParam[] } =>
+      typeof entry === "object" && entry !== null && (entry as { type?: unknown }).type === "function" && (entry as { name?: unknown }).name === fn,
   );
-  const components = deposit?.inputs[0]?.components;
-  if (components === undefined) throw new Error("OfframpEscrow ABI has no deposit(OrderTerms,...)");
+  const components = item?.inputs[0]?.components;
+  if (components === undefined) throw new Error(`OfframpEscrow ABI has no ${fn}(${struct},...)`);
   return components.map(({ name, type }) => ({ name, type }));
 }
+
+/** The EIP-712 OrderTerms type, taken from deposit()'s first parameter so it cannot drift. */
+const orderTermsTypes = (abi: unknown[]) => structTypes(abi, "deposit", "OrderTerms");
+
+/** The EIP-712 LockPermit type, taken from lock()'s first parameter so it cannot drift. */
+const lockPermitTypes = (abi: unknown[]) => structTypes(abi, "lock", "LockPermit");
 
 /** The exact text of src/chain/escrow-abi.ts for the current artifacts. */
 export async function renderAbiModule(): Promise<string> {
@@ -54,6 +60,12 @@ export const escrowEip712Domain = { name: "OfframpEscrow", version: "1" } as con
 
 /** EIP-712 types for signing deposit terms: signTypedData({ domain, types: orderTermsTypes, primaryType: "OrderTerms", message }). */
 export const orderTermsTypes = { OrderTerms: ${JSON.stringify(orderTermsTypes(abis.escrowAbi ?? []))} } as const;
+
+/**
+ * EIP-712 types of the service's lock permit (decisions 17), the one definition for every signer and
+ * verifier: signTypedData({ domain, types: lockPermitTypes, primaryType: "LockPermit", message }).
+ */
+export const lockPermitTypes = { LockPermit: ${JSON.stringify(lockPermitTypes(abis.escrowAbi ?? []))} } as const;
 
 /** OfframpEscrow.Status by its on-chain number (getOrder().status). */
 export const escrowOrderStatus = ["None", "Active", "Locked", "Disputed", "Released", "Refunded"] as const;

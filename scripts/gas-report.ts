@@ -25,10 +25,15 @@ const record = (fn: string, scenario: string, receipt: TransactionReceipt) => ro
 let cep = 0;
 const nextCep = () => keccak256(toHex(`gas-cep-${++cep}`));
 
-// Steady state: every payee already holds some USDC (a first credit to an empty balance costs more,
-// measured separately below).
+// Steady state: every payee already holds some USDC, and the partner, the seller and the treasury
+// already have an unwithdrawn credit in the escrow (a first transfer to an empty balance or a first
+// credit to an empty slot costs more, measured separately below).
 for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.account.address, f.stranger.account.address]) {
   await f.fund(account, 1n);
+}
+for (const feeRecipient of [f.partner, zeroAddress]) {
+  const warm = await f.depositAndLock({ feeBps: 100, treasuryShareBps: 3000, feeRecipient });
+  await f.tx(f.service, "confirmPayment", [warm.orderId, nextCep()]);
 }
 
 // Deployment and admin.
@@ -38,8 +43,8 @@ for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.
   const escrow = await readArtifact("OfframpEscrow");
   record(
     "OfframpEscrow deployment",
-    "constructor(admin, treasury)",
-    await f.mined(f.admin.deployContract({ abi: escrowAbi, bytecode: escrow.bytecode, args: [f.admin.account.address, f.treasury] })),
+    "constructor(admin, treasury, refundGraceSeconds)",
+    await f.mined(f.admin.deployContract({ abi: escrowAbi, bytecode: escrow.bytecode, args: [f.admin.account.address, f.treasury, 3600n] })),
   );
   record("grantRole", "ARBITER_ROLE to a new account", await f.tx(f.admin, "grantRole", [ARBITER_ROLE, f.wallet(9).account.address]));
   const other = await f.deploy("TestUSDC", []);
@@ -47,7 +52,7 @@ for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.
   record("setTreasury", "change the treasury", await f.tx(f.admin, "setTreasury", [f.wallet(8).account.address]));
   await f.tx(f.admin, "setTreasury", [f.treasury]);
   record("pause", "", await f.tx(f.admin, "pause", []));
-  record("unpause", "", await f.tx(f.admin, "unpause", []));
+  record("unpause", "adds the pause to the lock clock", await f.tx(f.admin, "unpause", []));
   record("TestUSDC.mint", "to a holder", await f.mined(f.admin.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "mint", args: [f.seller.account.address, 10n ** 12n] })));
   record("TestUSDC.approve", "escrow allowance", await f.mined(f.seller.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "approve", args: [f.escrow, 10n ** 12n] })));
 }
@@ -58,10 +63,10 @@ for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.
   record("deposit", "partner fee recipient", partnerFee.receipt);
   const userFee = await f.deposit({ feeBps: 100, treasuryShareBps: 3000, feeRecipient: zeroAddress });
   record("deposit", "fee to the seller (recipient zero)", userFee.receipt);
-  record("lock", "", await f.tx(f.buyer, "lock", [partnerFee.terms.orderId]));
-  record("confirmPayment", "partner fee + treasury share (3 transfers)", await f.tx(f.service, "confirmPayment", [partnerFee.terms.orderId, nextCep()]));
-  await f.tx(f.buyer, "lock", [userFee.terms.orderId]);
-  record("confirmPayment", "fee to the seller + treasury share (3 transfers)", await f.tx(f.service, "confirmPayment", [userFee.terms.orderId, nextCep()]));
+  record("lock", "with the service's permit (signature check)", await f.mined(f.lock(f.buyer, partnerFee.terms.orderId)));
+  record("confirmPayment", "partner fee + treasury share (1 transfer, 2 credits)", await f.tx(f.service, "confirmPayment", [partnerFee.terms.orderId, nextCep()]));
+  await f.mined(f.lock(f.buyer, userFee.terms.orderId));
+  record("confirmPayment", "fee to the seller + treasury share (1 transfer, 2 credits)", await f.tx(f.service, "confirmPayment", [userFee.terms.orderId, nextCep()]));
   const noFee = await f.depositAndLock({ feeBps: 0 });
   record("confirmPayment", "no fee (1 transfer)", await f.tx(f.service, "confirmPayment", [noFee.orderId, nextCep()]));
 
@@ -72,7 +77,10 @@ for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.
   record("expireListing", "", await f.tx(f.stranger, "expireListing", [listed.terms.orderId]));
   const expired = await f.depositAndLock({ lockWindow: 100n });
   await f.travel(100n);
-  record("refundExpiredLock", "", await f.tx(f.stranger, "refundExpiredLock", [expired.orderId]));
+  record("refundExpiredLock", "by the service, in the grace period", await f.tx(f.service, "refundExpiredLock", [expired.orderId]));
+  const abandoned = await f.depositAndLock({ lockWindow: 100n });
+  await f.travel(100n + 3600n);
+  record("refundExpiredLock", "by anyone, after the grace period", await f.tx(f.stranger, "refundExpiredLock", [abandoned.orderId]));
 }
 
 // Disputes.
@@ -91,15 +99,25 @@ for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.
   }
 }
 
-// Cold payees: a release whose three recipients have never held USDC.
+// Withdrawals and recovery (after the releases above, which leave the credits in place).
+{
+  record("withdraw", "the partner's credit", await f.tx(f.wallet(7), "withdraw", [f.usdc]));
+  record("withdraw", "the treasury's credit", await f.tx(f.wallet(3), "withdraw", [f.usdc]));
+  await f.mined(f.stranger.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "transfer", args: [f.escrow, 1n] }));
+  record("recoverTokens", "stray USDC", await f.tx(f.admin, "recoverTokens", [f.usdc, f.treasury, 1n]));
+}
+
+// Cold payees: a release to a buyer that has never held USDC, crediting a fee recipient and a
+// treasury that have never been credited.
 {
   const terms = await f.makeTerms({ feeBps: 100, treasuryShareBps: 3000, feeRecipient: f.wallet(11).account.address });
   await f.fund(f.seller.account.address, terms.amount);
   await f.mined(f.seller.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "approve", args: [f.escrow, terms.amount] }));
   await f.tx(f.seller, "deposit", [terms, await f.sign(terms)]);
-  await f.tx(f.wallet(10), "lock", [terms.orderId]);
+  await f.mined(f.lock(f.wallet(13), terms.orderId));
   await f.tx(f.admin, "setTreasury", [f.wallet(12).account.address]);
-  record("confirmPayment", "3 transfers to payees with empty balances", await f.tx(f.service, "confirmPayment", [terms.orderId, nextCep()]));
+  record("confirmPayment", "transfer to an empty balance, 2 first credits", await f.tx(f.service, "confirmPayment", [terms.orderId, nextCep()]));
+  record("withdraw", "the whole credit, to an empty balance", await f.tx(f.wallet(12), "withdraw", [f.usdc]));
 }
 
 const { version } = (await import("solc/package.json", { with: { type: "json" } })).default;
@@ -113,9 +131,12 @@ hardfork) with the test fixture, runs each function once in the scenario named, 
 differ by a few dozen gas at most, from calldata content (random order ids, signatures, timestamps).
 Compiler: solc ${version} (solc-js), optimizer on, 200 runs, EVM target cancun.
 
-Unless the scenario says otherwise, every payee already holds some USDC (steady state); a first credit
-to an empty balance costs about 17,000 more per recipient (last row). On an L2 the fee is dominated by
-the L1 data cost of the calldata, which this table does not show.
+Unless the scenario says otherwise, every payee already holds some USDC and every fee recipient already
+has an unwithdrawn credit in the escrow (steady state); a first transfer to an empty balance or a first
+credit to an empty slot costs about 17,000 more each (last rows). A release transfers only the buyer's
+amount; fee shares are credited in the escrow and withdrawn by their owners (\`withdraw\`), so the fee
+recipients' cost moves to their own withdrawal. On an L2 the fee is dominated by the L1 data cost of
+the calldata, which this table does not show.
 
 | Function | Scenario | Gas used |
 |---|---|---:|

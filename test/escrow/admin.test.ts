@@ -57,11 +57,17 @@ describe("OfframpEscrow deployment and admin", () => {
     assert.equal(await f.balanceOf(f.stranger.account.address), 5n);
   });
 
-  it("constructor rejects a zero admin or treasury", async () => {
+  it("constructor rejects a zero admin or treasury and a refund grace above 30 days; the grace is immutable", async () => {
     const f = await loadFixture();
     const { bytecode } = await readArtifact("OfframpEscrow");
-    await expectRevert(f.admin.deployContract({ abi: escrowAbi, bytecode, args: [zeroAddress, f.treasury] }), "ZeroAddress");
-    await expectRevert(f.admin.deployContract({ abi: escrowAbi, bytecode, args: [f.admin.account.address, zeroAddress] }), "ZeroAddress");
+    await expectRevert(f.admin.deployContract({ abi: escrowAbi, bytecode, args: [zeroAddress, f.treasury, 3600n] }), "ZeroAddress");
+    await expectRevert(f.admin.deployContract({ abi: escrowAbi, bytecode, args: [f.admin.account.address, zeroAddress, 3600n] }), "ZeroAddress");
+    const tooLong = 30n * DAY + 1n;
+    await expectRevert(f.admin.deployContract({ abi: escrowAbi, bytecode, args: [f.admin.account.address, f.treasury, tooLong] }), "InvalidRefundGrace", [tooLong]);
+    const receipt = await f.mined(f.admin.deployContract({ abi: escrowAbi, bytecode, args: [f.admin.account.address, f.treasury, 30n * DAY] }));
+    const grace = await f.publicClient.readContract({ address: receipt.contractAddress!, abi: escrowAbi, functionName: "REFUND_GRACE_SECONDS" });
+    assert.equal(grace, 30n * DAY);
+    assert.equal(await f.read("REFUND_GRACE_SECONDS", []), 3600n);
   });
 
   it("setTokenAllowed: admin only, emits TokenAllowed, rejects zero, gates new deposits only", async () => {
@@ -96,8 +102,8 @@ describe("OfframpEscrow deployment and admin", () => {
 
     const terms = await f.depositAndLock({ amount: 1_000_000n, feeBps: 1000, treasuryShareBps: 10_000 });
     await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("cep-treasury"))]);
-    assert.equal(await f.balanceOf(getAddress(newTreasury)), 100_000n);
-    assert.equal(await f.balanceOf(f.treasury), 0n);
+    assert.equal(await f.read("accrued", [getAddress(newTreasury), f.usdc]), 100_000n);
+    assert.equal(await f.read("accrued", [f.treasury, f.usdc]), 0n);
   });
 
   it("only the admin grants roles; a revoked service key can no longer sign deposits", async () => {
@@ -128,7 +134,7 @@ describe("OfframpEscrow deployment and admin", () => {
     assert.equal(await f.read("paused", []), false);
   });
 
-  it("while paused: no deposit, lock, confirmation or releasing resolution; every refund path and disputes still work", async () => {
+  it("while paused: no deposit, lock, confirmation, lock-expiry refund, withdrawal or releasing resolution; cancel, listing expiry and disputes still work", async () => {
     const f = await loadFixture();
     const listed = await f.deposit();
     const listedToCancel = await f.deposit();
@@ -140,50 +146,61 @@ describe("OfframpEscrow deployment and admin", () => {
       await f.tx(f.buyer, "openDispute", [orderId]);
       disputed.push(orderId);
     }
+    const credited = await f.depositAndLock({ feeBps: 100, treasuryShareBps: 0 });
+    await f.tx(f.service, "confirmPayment", [credited.orderId, keccak256(toHex("cep-credit"))]);
 
-    // Prepare a deposit (mint + approve) before pausing.
+    // Prepare a deposit (mint + approve) and a lock permit before pausing.
     const terms = await f.makeTerms();
     await f.fund(f.seller.account.address, terms.amount);
     await f.mined(f.seller.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "approve", args: [f.escrow, terms.amount] }));
     const signature = await f.sign(terms);
+    const permit = await f.makePermit(listed.terms.orderId, { deadline: (await f.now()) + 10n * DAY });
+    const permitSignature = await f.signPermit(permit);
 
     await f.tx(f.admin, "pause", []);
     await expectRevert(f.send(f.seller, "deposit", [terms, signature]), "EnforcedPause");
-    await expectRevert(f.send(f.buyer, "lock", [listed.terms.orderId]), "EnforcedPause");
+    await expectRevert(f.send(f.buyer, "lock", [permit, permitSignature]), "EnforcedPause");
     await expectRevert(f.send(f.service, "confirmPayment", [locked.orderId, keccak256(toHex("cep-paused"))]), "EnforcedPause");
+    await expectRevert(f.send(f.wallet(7), "withdraw", [f.usdc]), "EnforcedPause");
     const [d0, d1, d2, d3, d4] = disputed as [Hex, Hex, Hex, Hex, Hex];
     await expectRevert(f.send(f.arbiter, "resolveDispute", [d0, disputeOutcome.BUYER]), "EnforcedPause");
     await expectRevert(f.send(f.arbiter, "resolveDispute", [d2, disputeOutcome.NO_FAULT_RELEASE]), "EnforcedPause");
 
-    // Refunds to the seller, disputes and non-releasing resolutions keep working.
+    // Refunds to the seller outside lock expiry, disputes and non-releasing resolutions keep working.
     await f.tx(f.service, "cancel", [listedToCancel.terms.orderId]);
     await f.tx(f.arbiter, "resolveDispute", [d1, disputeOutcome.SELLER]);
     await f.tx(f.arbiter, "resolveDispute", [d3, disputeOutcome.NO_FAULT_REFUND]);
     await f.tx(f.arbiter, "resolveDispute", [d4, disputeOutcome.NO_FAULT_RETRY]);
     await f.tx(f.buyer, "openDispute", [lockedToDispute.orderId]);
-    await f.travel(DAY);
+    await f.travel(3n * DAY);
     await f.tx(f.stranger, "expireListing", [listed.terms.orderId]);
-    await f.tx(f.stranger, "refundExpiredLock", [locked.orderId]);
-    await f.tx(f.stranger, "refundExpiredLock", [d4]);
+    // Lock time is stopped: a day-long lock paused for three days is not refundable, by anyone.
+    for (const who of [f.stranger, f.service]) {
+      await expectRevert(f.send(who, "refundExpiredLock", [locked.orderId]), "EnforcedPause");
+      await expectRevert(f.send(who, "refundExpiredLock", [d4]), "EnforcedPause");
+    }
     for (const [id, status] of [
       [listed.terms.orderId, 5],
       [listedToCancel.terms.orderId, 5],
-      [locked.orderId, 5],
+      [locked.orderId, 2],
       [lockedToDispute.orderId, 3],
       [d0, 3],
       [d1, 5],
       [d2, 3],
       [d3, 5],
-      [d4, 5],
+      [d4, 2],
     ] as const) {
       assert.equal((await f.getOrder(id)).status, status, `status of ${id}`);
     }
 
-    // After unpausing, the blocked releases go through.
+    // After unpausing, the blocked releases go through, and the paused locks still have their time.
     await f.tx(f.admin, "unpause", []);
     await f.tx(f.arbiter, "resolveDispute", [d0, disputeOutcome.BUYER]);
     await f.tx(f.arbiter, "resolveDispute", [d2, disputeOutcome.NO_FAULT_RELEASE]);
     assert.equal((await f.getOrder(d0)).status, 4);
     assert.equal((await f.getOrder(d2)).status, 4);
+    await expectRevert(f.send(f.service, "refundExpiredLock", [locked.orderId]), "LockNotExpired");
+    await f.tx(f.service, "confirmPayment", [locked.orderId, keccak256(toHex("cep-after-pause"))]);
+    await f.tx(f.wallet(7), "withdraw", [f.usdc]);
   });
 });

@@ -11,6 +11,7 @@ import { createPublicClient, getAddress, http } from "viem";
 import type { Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ARBITER_ROLE, DEFAULT_ADMIN_ROLE, SERVICE_ROLE, deployContracts, readDeployment } from "../../src/chain/deploy.ts";
+import { deployPlanFromEnv } from "../../src/cli/deploy.ts";
 import type { Deployment } from "../../src/chain/deploy.ts";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { DEV_ACCOUNT, devAccounts, sandboxAccounts, startLocalChain } from "../../src/chain/local-node.ts";
@@ -20,6 +21,7 @@ const deployer = devAccounts[DEV_ACCOUNT.deployer];
 const service = devAccounts[DEV_ACCOUNT.service];
 const arbiter = devAccounts[DEV_ACCOUNT.arbiter];
 const treasury = devAccounts[DEV_ACCOUNT.treasury];
+const admin = devAccounts[DEV_ACCOUNT.admin];
 
 describe("local chain and deployment", () => {
   let chain: LocalChain;
@@ -37,14 +39,19 @@ describe("local chain and deployment", () => {
 
   const client = () => createPublicClient({ transport: http(chain.rpcUrl) });
 
-  async function assertDeployed(deployment: Deployment) {
+  async function assertDeployed(deployment: Deployment, refundGraceSeconds = 3600n) {
     const publicClient = client();
     const read = <T>(functionName: string, args: readonly unknown[]) =>
       publicClient.readContract({ address: deployment.escrowAddress, abi: escrowAbi, functionName, args } as never) as Promise<T>;
-    assert.equal(await read("hasRole", [DEFAULT_ADMIN_ROLE, deployer.address]), true);
+    // The admin holds DEFAULT_ADMIN_ROLE; the deployer holds nothing (decisions 19).
+    assert.equal(await read("hasRole", [DEFAULT_ADMIN_ROLE, admin.address]), true);
+    for (const role of [DEFAULT_ADMIN_ROLE, SERVICE_ROLE, ARBITER_ROLE]) {
+      assert.equal(await read("hasRole", [role, deployer.address]), false, `deployer holds ${role}`);
+    }
     assert.equal(await read("hasRole", [SERVICE_ROLE, service.address]), true);
     assert.equal(await read("hasRole", [ARBITER_ROLE, arbiter.address]), true);
-    assert.equal(await read("hasRole", [SERVICE_ROLE, deployer.address]), false);
+    assert.equal(await read("hasRole", [DEFAULT_ADMIN_ROLE, service.address]), false);
+    assert.equal(await read("REFUND_GRACE_SECONDS", []), refundGraceSeconds);
     assert.equal(await read("tokenAllowed", [deployment.usdcAddress]), true);
     assert.equal(getAddress(await read<Address>("treasury", [])), getAddress(treasury.address));
     // The escrow appears exactly at deploymentBlock.
@@ -64,9 +71,10 @@ describe("local chain and deployment", () => {
     }
     assert.deepEqual(
       devAccounts.map((a) => a.role),
-      ["deployer", "service", "arbiter", "treasury", ...sandboxAccounts.map(() => "sandbox")],
+      ["deployer", "service", "arbiter", "treasury", ...sandboxAccounts.map(() => "sandbox"), "admin"],
     );
-    assert.equal(sandboxAccounts[0]?.index, 4);
+    assert.deepEqual(sandboxAccounts.map((a) => a.index), [4, 5, 6, 7, 8, 9]);
+    assert.equal(admin.index, 10);
   });
 
   it("deployContracts deploys TestUSDC and the escrow, grants roles, allow-lists USDC and writes the file", async () => {
@@ -75,6 +83,7 @@ describe("local chain and deployment", () => {
     const deployment = await deployContracts({
       rpcUrl: chain.rpcUrl,
       deployerPrivateKey: deployer.privateKey,
+      adminAddress: admin.address,
       serviceAddress: service.address,
       arbiterAddress: arbiter.address,
       treasuryAddress: treasury.address,
@@ -99,21 +108,25 @@ describe("local chain and deployment", () => {
     const second = await deployContracts({
       rpcUrl: chain.rpcUrl,
       deployerPrivateKey: deployer.privateKey,
+      adminAddress: admin.address,
       serviceAddress: service.address,
       arbiterAddress: arbiter.address,
       treasuryAddress: treasury.address,
       usdcAddress: deployment.usdcAddress,
+      refundGraceSeconds: 600,
     });
     assert.equal(second.usdcAddress, deployment.usdcAddress);
     assert.notEqual(second.escrowAddress, deployment.escrowAddress);
-    assert.equal((await client().getTransactionCount({ address: deployer.address })) - nonceBefore, 4);
-    await assertDeployed(second);
+    // deploy, grant SERVICE_ROLE, grant ARBITER_ROLE, allow-list, grant DEFAULT_ADMIN_ROLE, renounce it.
+    assert.equal((await client().getTransactionCount({ address: deployer.address })) - nonceBefore, 6);
+    await assertDeployed(second, 600n);
   });
 
-  it("deployContracts refuses a USDC address without code and zero role addresses", async () => {
+  it("deployContracts refuses a USDC address without code, zero role addresses, a deployer that would keep a role, a bad grace", async () => {
     const base = {
       rpcUrl: chain.rpcUrl,
       deployerPrivateKey: deployer.privateKey,
+      adminAddress: admin.address as Address,
       serviceAddress: service.address as Address,
       arbiterAddress: arbiter.address as Address,
       treasuryAddress: treasury.address as Address,
@@ -121,6 +134,13 @@ describe("local chain and deployment", () => {
     await assert.rejects(deployContracts({ ...base, usdcAddress: sandboxAccounts[0]?.address }), /has no contract code/);
     await assert.rejects(deployContracts({ ...base, serviceAddress: "0x0000000000000000000000000000000000000000" }), /serviceAddress/);
     await assert.rejects(deployContracts({ ...base, treasuryAddress: "0x1234" as Address }), /treasuryAddress/);
+    await assert.rejects(deployContracts({ ...base, adminAddress: "0x0000000000000000000000000000000000000000" }), /adminAddress/);
+    for (const name of ["adminAddress", "serviceAddress", "arbiterAddress"] as const) {
+      await assert.rejects(deployContracts({ ...base, [name]: deployer.address }), new RegExp(`${name} is the deployer's address`));
+    }
+    for (const refundGraceSeconds of [-1, 1.5, 30 * 86_400 + 1]) {
+      await assert.rejects(deployContracts({ ...base, refundGraceSeconds }), /refundGraceSeconds/);
+    }
   });
 
   it("readDeployment rejects a malformed file", async () => {
@@ -133,12 +153,51 @@ describe("local chain and deployment", () => {
     const file = path.join(dir, "cli", "deployment.json");
     const cli = path.resolve(import.meta.dirname, "../../src/cli/deploy.ts");
     const env: NodeJS.ProcessEnv = { ...process.env, RPC_URL: chain.rpcUrl, DEPLOYMENT_FILE: file };
-    for (const name of ["DEPLOYER_PRIVATE_KEY", "SERVICE_PRIVATE_KEY", "ARBITER_PRIVATE_KEY", "TREASURY_ADDRESS", "USDC_ADDRESS"]) {
+    for (const name of ["DEPLOYER_PRIVATE_KEY", "ADMIN_ADDRESS", "SERVICE_PRIVATE_KEY", "ARBITER_PRIVATE_KEY", "TREASURY_ADDRESS", "REFUND_GRACE_SECONDS", "USDC_ADDRESS"]) {
       delete env[name];
     }
     const { stdout } = await promisify(execFile)(process.execPath, [cli], { env });
     assert.match(stdout, /OfframpEscrow deployed at 0x[0-9a-fA-F]{40}/);
     await assertDeployed(await readDeployment(file));
+  });
+
+  it("outside the sandbox the deploy requires ADMIN_ADDRESS and four different deployer, admin, service and arbiter addresses", () => {
+    const key = (index: number) => devAccounts[index]!.privateKey;
+    const env = {
+      DEPLOYER_PRIVATE_KEY: key(0),
+      ADMIN_ADDRESS: admin.address,
+      SERVICE_PRIVATE_KEY: key(1),
+      ARBITER_PRIVATE_KEY: key(2),
+      TREASURY_ADDRESS: treasury.address,
+    };
+    assert.deepEqual(deployPlanFromEnv(env, 8453), {
+      deployerPrivateKey: deployer.privateKey,
+      adminAddress: admin.address,
+      serviceAddress: service.address,
+      arbiterAddress: arbiter.address,
+      treasuryAddress: treasury.address,
+      refundGraceSeconds: 3600,
+    });
+    assert.equal(deployPlanFromEnv({ ...env, REFUND_GRACE_SECONDS: "900" }, 8453).refundGraceSeconds, 900);
+    assert.throws(() => deployPlanFromEnv({ ...env, REFUND_GRACE_SECONDS: "1h" }, 8453), /REFUND_GRACE_SECONDS/);
+    assert.throws(() => deployPlanFromEnv({ ...env, ADMIN_ADDRESS: undefined }, 8453), /missing environment for chain 8453: ADMIN_ADDRESS$/);
+    assert.throws(() => deployPlanFromEnv({ ...env, DEPLOYER_PRIVATE_KEY: undefined }, 8453), /DEPLOYER_PRIVATE_KEY/);
+    assert.throws(
+      () => deployPlanFromEnv({ ...env, DEPLOYER_PRIVATE_KEY: key(1) }, 8453),
+      /four different addresses.*DEPLOYER_PRIVATE_KEY and SERVICE_PRIVATE_KEY are the same address/,
+    );
+    assert.throws(() => deployPlanFromEnv({ ...env, ADMIN_ADDRESS: arbiter.address }, 8453), /ADMIN_ADDRESS and ARBITER_PRIVATE_KEY are the same address/);
+    assert.throws(() => deployPlanFromEnv({ ...env, ADMIN_ADDRESS: deployer.address.toLowerCase() }, 8453), /DEPLOYER_PRIVATE_KEY and ADMIN_ADDRESS/);
+    assert.throws(() => deployPlanFromEnv({ ...env, ARBITER_PRIVATE_KEY: key(1) }, 8453), /SERVICE_PRIVATE_KEY and ARBITER_PRIVATE_KEY/);
+    // On the local chain (sandbox) the development accounts fill in, admin account 10 included.
+    assert.deepEqual(deployPlanFromEnv({}, 31337), {
+      deployerPrivateKey: deployer.privateKey,
+      adminAddress: admin.address,
+      serviceAddress: service.address,
+      arbiterAddress: arbiter.address,
+      treasuryAddress: treasury.address,
+      refundGraceSeconds: 3600,
+    });
   });
 
   it("startLocalChain fails clearly when the port is taken, and stop() ends the process", async () => {

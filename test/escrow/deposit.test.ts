@@ -51,6 +51,7 @@ describe("deposit", () => {
         token: f.usdc,
         listingExpiresAt,
         feeRecipient: f.partner,
+        pausedTotalAtLock: 0n,
         amount: 250n * USDC,
       },
     );

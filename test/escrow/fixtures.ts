@@ -24,12 +24,14 @@ import type {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ARBITER_ROLE, SERVICE_ROLE, readArtifact } from "../../src/chain/deploy.ts";
-import { escrowAbi, escrowEip712Domain, orderTermsTypes, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { devAccounts } from "../../src/chain/local-node.ts";
-import type { OrderTerms } from "../../src/chain/escrow-gateway.ts";
+import { escrowAbi, escrowEip712Domain, lockPermitTypes, orderTermsTypes, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
+import { DEV_ACCOUNT, devAccounts } from "../../src/chain/local-node.ts";
+import type { LockPermit, OrderTerms } from "../../src/chain/escrow-gateway.ts";
 
 export const DAY = 86_400n;
 export const USDC = 1_000_000n; // 1 USDC in token units
+/** The fixture escrow's REFUND_GRACE_SECONDS (the deploy default). */
+export const GRACE = 3600n;
 
 /** Minimal ABIs of the test-only tokens under contracts/test. */
 export const mockTokenAbi = parseAbi([
@@ -38,6 +40,8 @@ export const mockTokenAbi = parseAbi([
   "function balanceOf(address account) view returns (uint256)",
   "function arm(address target, bytes data)",
   "function disarm()",
+  "function setBlacklisted(address account, bool blocked)",
+  "error Blacklisted(address account)",
   "error ERC20InsufficientAllowance(address spender, uint256 allowance, uint256 needed)",
   "error ERC20InsufficientBalance(address sender, uint256 balance, uint256 needed)",
 ]);
@@ -56,7 +60,7 @@ export function escrowEvents(receipt: TransactionReceipt, escrow: Address) {
   return parseEventLogs({ abi: escrowAbi, logs: receipt.logs.filter((log) => getAddress(log.address) === escrow) });
 }
 
-export type { OrderTerms };
+export type { LockPermit, OrderTerms };
 
 export type Fixture = Awaited<ReturnType<typeof deployFixture>>;
 
@@ -69,7 +73,8 @@ export function newOrderId(label = "order"): Hex {
 
 /**
  * Connects to a fresh in-process Hardhat network and deploys TestUSDC and OfframpEscrow with the same
- * account layout as the sandbox: 0 admin, 1 service, 2 arbiter, 3 treasury, 4.. sellers and buyers.
+ * account layout as the sandbox: 1 service, 2 arbiter, 3 treasury, 4..9 sellers and buyers, 10 admin
+ * (which deploys here, to keep the set-up short; src/chain/deploy.ts deploys from account 0).
  */
 export async function deployFixture() {
   const connection = await network.create();
@@ -82,7 +87,7 @@ export async function deployFixture() {
     if (client === undefined) throw new Error(`no wallet ${index}`);
     return client;
   };
-  const admin = wallet(0);
+  const admin = wallet(DEV_ACCOUNT.admin);
   const service = wallet(1);
   const arbiter = wallet(2);
   const treasury = getAddress(wallet(3).account.address);
@@ -111,7 +116,7 @@ export async function deployFixture() {
   };
 
   const usdc = await deploy("TestUSDC", []);
-  const escrow = await deploy("OfframpEscrow", [admin.account.address, treasury]);
+  const escrow = await deploy("OfframpEscrow", [admin.account.address, treasury, GRACE]);
   await mined(admin.writeContract({ address: escrow, abi: escrowAbi, functionName: "grantRole", args: [SERVICE_ROLE, service.account.address] }));
   await mined(admin.writeContract({ address: escrow, abi: escrowAbi, functionName: "grantRole", args: [ARBITER_ROLE, arbiter.account.address] }));
   await mined(admin.writeContract({ address: escrow, abi: escrowAbi, functionName: "setTokenAllowed", args: [usdc, true] }));
@@ -170,6 +175,27 @@ export async function deployFixture() {
       message: terms,
     });
 
+  /** A lock permit for `buyer` (the fixture's buyer by default), valid 120 s from the latest block. */
+  const makePermit = async (orderId: Hex, overrides: Partial<LockPermit> = {}): Promise<LockPermit> => ({
+    orderId,
+    buyer: getAddress(buyer.account.address),
+    deadline: (await now()) + 120n,
+    ...overrides,
+  });
+
+  /** EIP-712 signature of a lock permit, by the service key unless another private key is given. */
+  const signPermit = (permit: LockPermit, privateKey: Hex = devAccounts[1].privateKey, signDomain = domain) =>
+    privateKeyToAccount(privateKey).signTypedData({ domain: signDomain, types: lockPermitTypes, primaryType: "LockPermit", message: permit });
+
+  /**
+   * `from` locks with a fresh service-signed permit for itself (deadline: 120 s after the latest block
+   * unless given); returns the hash promise (for expectRevert).
+   */
+  const lock = async (from: Wallet, orderId: Hex, deadline?: bigint): Promise<Hash> => {
+    const permit = await makePermit(orderId, { buyer: getAddress(from.account.address), ...(deadline === undefined ? {} : { deadline }) });
+    return send(from, "lock", [permit, await signPermit(permit)]);
+  };
+
   /** Mints, approves and deposits as `from` (the seller by default); returns the terms and receipt. */
   const deposit = async (
     overrides: Partial<OrderTerms> = {},
@@ -192,7 +218,7 @@ export async function deployFixture() {
   /** Deposits and locks as `buyer`; returns the terms. */
   const depositAndLock = async (overrides: Partial<OrderTerms> = {}) => {
     const { terms } = await deposit(overrides);
-    await mined(buyer.writeContract({ address: escrow, abi: escrowAbi, functionName: "lock", args: [terms.orderId] }));
+    await mined(lock(buyer, terms.orderId));
     return terms;
   };
 
@@ -227,6 +253,9 @@ export async function deployFixture() {
     getOrder,
     makeTerms,
     sign,
+    makePermit,
+    signPermit,
+    lock,
     fund,
     deposit,
     depositAndLock,

@@ -3,10 +3,16 @@
 // After every step:
 //   - the call succeeded or reverted exactly as the model predicts (same custom error);
 //   - every order's on-chain status equals the model's;
-//   - the escrow's token balance equals the sum of amounts of orders that are Active, Locked or Disputed;
-//   - each order has been paid out exactly its amount once it is Released/Refunded, and nothing before
-//     (measured from the token's Transfer logs out of the escrow), with at most one payout event;
-//   - a release pays buyer, fee recipient and treasury exactly the model's split; a refund pays the seller;
+//   - the escrow's token balance equals the open escrows (orders Active, Locked or Disputed) plus the
+//     credited, unwithdrawn fee shares plus the stray tokens sent to it outside any order; the contract's
+//     totalEscrowed, totalAccrued, strayBalance and every account's credit equal the model's;
+//   - each order has been paid out or credited exactly its amount once it is Released/Refunded, and
+//     nothing before (measured from the token's Transfer logs out of the escrow), with at most one payout
+//     event; a release pays the buyer and credits fee recipient and treasury exactly the model's split;
+//     a refund pays the seller; a withdrawal pays an owner its whole credit; a recovery only strays;
+//   - lock permits: only the named wallet, unexpired, signed by the service; lock time stops while
+//     paused (effective expiry = lockExpiresAt + pause time since the lock, lockExpiryOf), and the
+//     refund grace period: the service alone refunds from the effective expiry, anyone from expiry + grace;
 //   - reputations equal the model's.
 // FC_RUNS / FC_SEED environment variables override the number of runs and the seed.
 import assert from "node:assert/strict";
@@ -16,13 +22,16 @@ import { getAddress, keccak256, maxUint256, parseEventLogs, toHex, zeroAddress }
 import type { Address, Hex, TransactionReceipt } from "viem";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { devAccounts } from "../../src/chain/local-node.ts";
-import { loadFixture, revertError } from "./fixtures.ts";
+import { GRACE, loadFixture, revertError } from "./fixtures.ts";
 import type { Fixture, OrderTerms } from "./fixtures.ts";
 
 const SLOTS = 4;
 const PARTICIPANTS = [4, 5, 6, 8] as const; // sellers and buyers
 const STRANGER = 9;
 const PARTNER = 7;
+const TREASURY = 3;
+/** Accounts that can be credited fee shares and withdraw them. */
+const CREDITED = [PARTNER, TREASURY, ...PARTICIPANTS] as const;
 const NUM_RUNS = Number(process.env.FC_RUNS ?? 100);
 const SEED = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);
 
@@ -39,6 +48,7 @@ interface ModelOrder {
   listingExpiresAt: bigint;
   lockWindow: bigint;
   lockExpiresAt: bigint;
+  pausedTotalAtLock: bigint;
 }
 
 /**
@@ -64,9 +74,12 @@ type Action =
       deadlineOffset: bigint;
       signedByService: boolean;
     })
-  | (Target & { kind: "lock"; who: number })
+  | (Target & { kind: "lock"; who: number; permit: "ok" | "otherWallet" | "expired" | "forged" })
   | (Target & { kind: "confirm"; cep: number; byService: boolean })
-  | (Target & { kind: "refundExpiredLock"; who: number })
+  | (Target & { kind: "refundExpiredLock"; who: number; byService: boolean })
+  | { kind: "withdraw"; who: number }
+  | { kind: "donate"; amount: bigint } // a plain transfer to the escrow, outside any order
+  | { kind: "recover"; extra: bigint } // the admin recovers the stray balance plus `extra`
   | (Target & { kind: "expireListing"; who: number })
   | (Target & { kind: "cancel"; byService: boolean })
   | (Target & { kind: "openDispute"; party: "buyer" | "seller" | "stranger" })
@@ -120,7 +133,18 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
       signedByService: fc.oneof({ weight: 9, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
     }),
   },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("lock" as const), ...target, who: anyone }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("lock" as const),
+      ...target,
+      who: anyone,
+      permit: fc.oneof(
+        { weight: 12, arbitrary: fc.constant("ok" as const) },
+        { weight: 1, arbitrary: fc.constantFrom("otherWallet" as const, "expired" as const, "forged" as const) },
+      ),
+    }),
+  },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -130,7 +154,10 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
       byService: fc.oneof({ weight: 9, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
     }),
   },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("refundExpiredLock" as const), ...target, who: anyone }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("refundExpiredLock" as const), ...target, who: anyone, byService: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("withdraw" as const), who: fc.constantFrom<number>(...CREDITED, STRANGER) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("donate" as const), amount: fc.bigInt({ min: 1n, max: 10n ** 9n }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("recover" as const), extra: fc.constantFrom(0n, 0n, 1n) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("expireListing" as const), ...target, who: anyone }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("cancel" as const), ...target, byService: fc.boolean() }) },
   {
@@ -152,7 +179,10 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   },
   {
     weight: 4,
-    arbitrary: fc.record({ kind: fc.constant("time" as const), seconds: fc.constantFrom(1n, 50n, 98n, 99n, 100n, 500n, 998n, 999n, 1000n, 5000n) }),
+    arbitrary: fc.record({
+      kind: fc.constant("time" as const),
+      seconds: fc.constantFrom(1n, 50n, 98n, 99n, 100n, 500n, 998n, 999n, 1000n, 3500n, 3600n, 5000n),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("pause" as const), duration: fc.integer({ min: 1, max: 6 }) }) },
 );
@@ -182,9 +212,9 @@ const everyDisputeOutcome: Action[] = [
   deposit({ seller: 5, userFee: true }), // slot 1
   deposit({ seller: 6, feeBps: 1000, share: 10_000 }), // slot 2
   deposit({ seller: 8, amount: 1n }), // slot 3
-  { kind: "lock", ...first, who: 5 }, // slot 0
+  { kind: "lock", ...first, who: 5, permit: "ok" }, // slot 0
   { kind: "confirm", ...first, cep: 0, byService: true }, // slot 0 released
-  { kind: "lock", ...first, who: 4 }, // slot 1
+  { kind: "lock", ...first, who: 4, permit: "ok" }, // slot 1
   { kind: "confirm", ...first, cep: 0, byService: true }, // CepHashAlreadyUsed
   { kind: "openDispute", ...first, party: "buyer" },
   { kind: "resolve", ...first, outcome: 4, byArbiter: true }, // retry: slot 1 locked again
@@ -192,11 +222,11 @@ const everyDisputeOutcome: Action[] = [
   { kind: "openDispute", ...first, party: "seller" },
   { kind: "resolve", ...first, outcome: 5, byArbiter: true }, // InvalidOutcome
   { kind: "resolve", ...first, outcome: 0, byArbiter: true }, // slot 1 released, seller penalised
-  { kind: "lock", ...first, who: 9 }, // slot 2
+  { kind: "lock", ...first, who: 9, permit: "ok" }, // slot 2
   { kind: "openDispute", ...first, party: "buyer" },
   { kind: "resolve", ...first, outcome: 1, byArbiter: true }, // slot 2 refunded, buyer penalised
-  { kind: "lock", ...first, who: 8 }, // SellerCannotLock on slot 3
-  { kind: "lock", ...first, who: 6 }, // slot 3
+  { kind: "lock", ...first, who: 8, permit: "ok" }, // SellerCannotLock on slot 3
+  { kind: "lock", ...first, who: 6, permit: "ok" }, // slot 3
   { kind: "openDispute", ...first, party: "seller" },
   { kind: "resolve", ...first, outcome: 2, byArbiter: true }, // slot 3 released, no penalty
 ];
@@ -205,19 +235,48 @@ const everyRefundPath: Action[] = [
   deposit({ seller: 5 }), // slot 1
   deposit({ seller: 6 }), // slot 2
   deposit({ seller: 8, listingWindow: 1000n }), // slot 3
-  { kind: "lock", ...first, who: 5 }, // slot 0
+  { kind: "lock", ...first, who: 5, permit: "ok" }, // slot 0
   { kind: "expireListing", ...first, who: 9 }, // ListingNotExpired on slot 1
-  { kind: "refundExpiredLock", ...first, who: 9 }, // LockNotExpired on slot 0
+  { kind: "refundExpiredLock", ...first, who: 9, byService: false }, // LockNotExpired on slot 0
   { kind: "cancel", ...first, byService: true }, // slot 1 cancelled
   { kind: "time", seconds: 100n },
-  { kind: "lock", ...first, who: 4 }, // ListingExpired on slot 2
+  { kind: "lock", ...first, who: 4, permit: "ok" }, // ListingExpired on slot 2
   { kind: "expireListing", ...first, who: 4 }, // slot 2 expired
-  { kind: "refundExpiredLock", ...first, who: 6 }, // slot 0 refunded
+  { kind: "refundExpiredLock", ...first, who: 6, byService: true }, // slot 0 refunded
   deposit({ valid: false }), // OrderAlreadyExists on slot 0
   deposit({ valid: false, deadlineOffset: -1n }), // DepositDeadlinePassed (checked before the id)
-  { kind: "lock", ...first, who: 4 }, // slot 3
+  { kind: "lock", ...first, who: 4, permit: "ok" }, // slot 3
   { kind: "openDispute", ...first, party: "buyer" },
   { kind: "resolve", ...first, outcome: 3, byArbiter: true }, // slot 3 refunded, no penalty
+];
+
+const pullAndClock: Action[] = [
+  deposit(), // slot 0
+  deposit({ seller: 5 }), // slot 1
+  deposit({ seller: 6, listingWindow: 1000n, lockWindow: 1000n }), // slot 2
+  { kind: "lock", ...first, who: 9, permit: "otherWallet" }, // PermitNotForCaller on slot 0
+  { kind: "lock", ...first, who: 9, permit: "expired" }, // PermitExpired
+  { kind: "lock", ...first, who: 9, permit: "forged" }, // UnauthorizedSigner
+  { kind: "lock", ...first, who: 9, permit: "ok" }, // slot 0
+  { kind: "lock", ...first, who: 9, permit: "ok" }, // slot 1
+  { kind: "lock", ...first, who: 8, permit: "ok" }, // slot 2
+  { kind: "pause", duration: 3 },
+  { kind: "time", seconds: 5000n }, // paused: lock time stands still
+  { kind: "refundExpiredLock", ...first, who: 9, byService: true }, // EnforcedPause
+  { kind: "withdraw", who: 7 }, // EnforcedPause; then the inserted unpause
+  { kind: "refundExpiredLock", ...first, who: 9, byService: true }, // LockNotExpired: the pause moved the expiry
+  { kind: "time", seconds: 100n },
+  { kind: "refundExpiredLock", ...first, who: 9, byService: false }, // RefundGracePeriod on slot 0
+  { kind: "confirm", ...first, cep: 1, byService: true }, // slot 0 released in the grace period, fees credited
+  { kind: "time", seconds: 3600n },
+  { kind: "confirm", ...first, cep: 2, byService: true }, // PaymentWindowClosed on slot 1
+  { kind: "refundExpiredLock", ...first, who: 4, byService: false }, // slot 1 refunded by anyone
+  { kind: "withdraw", who: 7 }, // the partner's credit
+  { kind: "withdraw", who: 7 }, // NothingToWithdraw
+  { kind: "withdraw", who: 3 }, // the treasury's credit
+  { kind: "donate", amount: 12_345n },
+  { kind: "recover", extra: 1n }, // InsufficientStray
+  { kind: "recover", extra: 0n }, // the stray tokens only
 ];
 
 /** How often each action kind ended in each outcome, over all runs. */
@@ -253,7 +312,7 @@ describe("escrow invariants under random call sequences (fast-check)", () => {
         numRuns: NUM_RUNS,
         seed: SEED,
         endOnFailure: process.env.FC_SHRINK === undefined,
-        examples: [[everyDisputeOutcome], [everyRefundPath]],
+        examples: [[everyDisputeOutcome], [everyRefundPath], [pullAndClock]],
       },
     );
     // Guard against a vacuous property: the runs (the two hand-written examples guarantee it, the
@@ -283,6 +342,18 @@ describe("escrow invariants under random call sequences (fast-check)", () => {
       "expireListing:ListingNotExpired",
       "openDispute:NotOrderParty",
       "resolve/5:InvalidOutcome",
+      "lock:PermitNotForCaller",
+      "lock:PermitExpired",
+      "lock:UnauthorizedSigner",
+      "refundExpiredLock:EnforcedPause",
+      "refundExpiredLock:RefundGracePeriod",
+      "confirm:PaymentWindowClosed",
+      "withdraw:ok",
+      "withdraw:NothingToWithdraw",
+      "withdraw:EnforcedPause",
+      "donate:ok",
+      "recover:ok",
+      "recover:InsufficientStray",
     ]) {
       assert.ok((coverage.get(key) ?? 0) > 0, `no step reached ${key}; raise FC_RUNS`);
     }
@@ -302,13 +373,24 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
     listingExpiresAt: 0n,
     lockWindow: 0n,
     lockExpiresAt: 0n,
+    pausedTotalAtLock: 0n,
   }));
   const paidOut = ids.map(() => 0n);
+  const credited = ids.map(() => 0n); // fee shares credited by each order's release
+  const credits = new Map<Address, bigint>(); // unwithdrawn credit per account (this run's token)
+  const credit = (account: Address, amount: bigint) => credits.set(account, (credits.get(account) ?? 0n) + amount);
+  let stray = 0n;
+  let pausedTotal = 0n;
+  let pausedAt = 0n;
+  const pausedTotalAt = (t: bigint) => pausedTotal + (paused ? t - pausedAt : 0n);
+  const effectiveExpiry = (o: ModelOrder, t: bigint) => o.lockExpiresAt + pausedTotalAt(t) - o.pausedTotalAtLock;
   const payoutEvents = ids.map(() => 0);
   const reputation = new Map<Address, bigint>();
   const usedCeps = new Set<number>();
   let paused = false;
   let clock = await f.now();
+  // Credits and stray tokens left by earlier runs are undone by the snapshot revert; start from zero.
+  assert.equal(await f.read("totalAccrued", [f.usdc]), 0n);
   const treasury = getAddress(await f.read("treasury", []));
 
   // A pause lasts `duration` actions, then an unpause is inserted.
@@ -345,11 +427,36 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
     if (action.kind === "pause") {
       send = () => f.send(f.admin, "pause", []);
       if (paused) expected = "EnforcedPause";
-      apply = () => (paused = true);
+      apply = () => {
+        paused = true;
+        pausedAt = t;
+      };
     } else if (action.kind === "unpause") {
       send = () => f.send(f.admin, "unpause", []);
       if (!paused) expected = "ExpectedPause";
-      apply = () => (paused = false);
+      apply = () => {
+        pausedTotal += t - pausedAt;
+        paused = false;
+      };
+    } else if (action.kind === "withdraw") {
+      const who = addressOf(action.who);
+      const amount = credits.get(who) ?? 0n;
+      send = () => f.send(f.wallet(action.who), "withdraw", [f.usdc]);
+      if (paused) expected = "EnforcedPause";
+      else if (amount === 0n) expected = "NothingToWithdraw";
+      expectedTransfers = [[who, amount]];
+      apply = () => credits.set(who, 0n);
+    } else if (action.kind === "donate") {
+      send = () => f.mined(f.wallet(4).writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "transfer", args: [f.escrow, action.amount] })).then((r) => r.transactionHash);
+      apply = () => (stray += action.amount);
+    } else if (action.kind === "recover") {
+      const amount = stray + action.extra;
+      const to = addressOf(STRANGER);
+      send = () => f.send(f.admin, "recoverTokens", [f.usdc, to, amount]);
+      if (amount === 0n) expected = "ZeroAmount";
+      else if (amount > stray) expected = "InsufficientStray";
+      expectedTransfers = [[to, amount]];
+      apply = () => (stray -= amount);
     } else {
       const wanted = plausible[action.kind] ?? [];
       const candidates = orders.flatMap((order, i) => (wanted.includes(order.status) ? [i] : []));
@@ -365,13 +472,11 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
         const fee = (o.amount * BigInt(o.feeBps)) / 10_000n;
         const toTreasury = (fee * BigInt(o.share)) / 10_000n;
         const feePayee = o.feeRecipient === zeroAddress ? o.seller : o.feeRecipient;
-        expectedTransfers = (
-          [
-            [o.buyer, o.amount - fee],
-            [feePayee, fee - toTreasury],
-            [treasury, toTreasury],
-          ] as [Address, bigint][]
-        ).filter(([, value]) => value > 0n);
+        // Only the buyer is paid now; the fee shares are credited (pull payments).
+        expectedTransfers = ([[o.buyer, o.amount - fee]] as [Address, bigint][]).filter(([, value]) => value > 0n);
+        credit(feePayee, fee - toTreasury);
+        credit(treasury, toTreasury);
+        credited[slotIndex] = fee;
         o.status = 4;
       };
       const refund = () => {
@@ -416,23 +521,35 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
           };
           break;
         }
-        case "lock":
-          send = () => f.send(f.wallet(action.who), "lock", [id]);
+        case "lock": {
+          const caller = addressOf(action.who);
+          // "otherWallet": a valid permit for another wallet; "expired": deadline one second ago;
+          // "forged": signed by the stranger's key.
+          const named = action.permit === "otherWallet" ? addressOf(action.who === STRANGER ? 8 : STRANGER) : caller;
+          const permit = { orderId: id, buyer: named, deadline: action.permit === "expired" ? t - 1n : t + 120n };
+          const signature = await f.signPermit(permit, devAccounts[action.permit === "forged" ? STRANGER : 1].privateKey);
+          send = () => f.send(f.wallet(action.who), "lock", [permit, signature]);
           if (paused) expected = "EnforcedPause";
           else if (o.status !== 1) expected = "InvalidStatus";
-          else if (addressOf(action.who) === o.seller) expected = "SellerCannotLock";
+          else if (named !== caller) expected = "PermitNotForCaller";
+          else if (t > permit.deadline) expected = "PermitExpired";
+          else if (caller === o.seller) expected = "SellerCannotLock";
           else if (t >= o.listingExpiresAt) expected = "ListingExpired";
+          else if (action.permit === "forged") expected = "UnauthorizedSigner";
           apply = () => {
             o.status = 2;
-            o.buyer = addressOf(action.who);
+            o.buyer = caller;
             o.lockExpiresAt = t + o.lockWindow;
+            o.pausedTotalAtLock = pausedTotal;
           };
           break;
+        }
         case "confirm":
           send = () => f.send(action.byService ? f.service : f.stranger, "confirmPayment", [id, cepHash(action.cep)]);
           if (paused) expected = "EnforcedPause";
           else if (!action.byService) expected = "AccessControlUnauthorizedAccount";
           else if (o.status !== 2) expected = "InvalidStatus";
+          else if (t >= effectiveExpiry(o, t) + GRACE) expected = "PaymentWindowClosed";
           else if (usedCeps.has(action.cep)) expected = "CepHashAlreadyUsed";
           apply = () => {
             usedCeps.add(action.cep);
@@ -440,9 +557,11 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
           };
           break;
         case "refundExpiredLock":
-          send = () => f.send(f.wallet(action.who), "refundExpiredLock", [id]);
-          if (o.status !== 2) expected = "InvalidStatus";
-          else if (t < o.lockExpiresAt) expected = "LockNotExpired";
+          send = () => f.send(action.byService ? f.service : f.wallet(action.who), "refundExpiredLock", [id]);
+          if (paused) expected = "EnforcedPause";
+          else if (o.status !== 2) expected = "InvalidStatus";
+          else if (t < effectiveExpiry(o, t)) expected = "LockNotExpired";
+          else if (t < effectiveExpiry(o, t) + GRACE && !action.byService) expected = "RefundGracePeriod";
           apply = refund;
           break;
         case "expireListing":
@@ -486,6 +605,7 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
             else {
               o.status = 2;
               o.lockExpiresAt = t + o.lockWindow;
+              o.pausedTotalAtLock = pausedTotalAt(t);
             }
           };
           break;
@@ -508,20 +628,23 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
     coverage.set(coverageKey, (coverage.get(coverageKey) ?? 0) + 1);
     if (expected === null) apply();
 
-    // Payouts in this step, attributed to the order acted upon.
-    if (receipt !== undefined && slotIndex >= 0) {
+    // Payouts in this step (token transfers out of the escrow), attributed to the order acted upon.
+    if (receipt !== undefined) {
       const transfers = parseEventLogs({ abi: testUsdcAbi, eventName: "Transfer", logs: receipt.logs }).filter(
         (log) => getAddress(log.address) === f.usdc && getAddress(log.args.from) === f.escrow,
       );
       const out = transfers.map((log): [Address, bigint] => [getAddress(log.args.to), log.args.value]);
       assert.deepEqual(out, expectedTransfers, `${where}: transfers`);
-      paidOut[slotIndex] = (paidOut[slotIndex] ?? 0n) + out.reduce((sum, [, value]) => sum + value, 0n);
-      const escrowLogs = parseEventLogs({ abi: escrowAbi, logs: receipt.logs });
-      payoutEvents[slotIndex] =
-        (payoutEvents[slotIndex] ?? 0) + escrowLogs.filter((log) => log.eventName === "Released" || log.eventName === "Refunded").length;
+      if (slotIndex >= 0) {
+        paidOut[slotIndex] = (paidOut[slotIndex] ?? 0n) + out.reduce((sum, [, value]) => sum + value, 0n);
+        const escrowLogs = parseEventLogs({ abi: escrowAbi, logs: receipt.logs });
+        payoutEvents[slotIndex] =
+          (payoutEvents[slotIndex] ?? 0) + escrowLogs.filter((log) => log.eventName === "Released" || log.eventName === "Refunded").length;
+      }
     }
 
-    // Invariants over every order.
+    // Invariants over every order. Views run at the latest block's time (a reverted call mines none).
+    const viewTime = (await f.publicClient.getBlock()).timestamp;
     let owed = 0n;
     for (const [i, id] of ids.entries()) {
       const model = orders[i] as ModelOrder;
@@ -530,10 +653,23 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
       assert.equal(chain.amount, model.amount, `${where}: amount of slot ${i}`);
       if (chain.status >= 1 && chain.status <= 3) owed += chain.amount;
       const terminal = model.status === 4 || model.status === 5;
-      assert.equal(paidOut[i], terminal ? model.amount : 0n, `${where}: paid out for slot ${i}`);
+      assert.equal((paidOut[i] ?? 0n) + (credited[i] ?? 0n), terminal ? model.amount : 0n, `${where}: paid out or credited for slot ${i}`);
       assert.equal(payoutEvents[i], terminal ? 1 : 0, `${where}: payout events for slot ${i}`);
+      const expiry = await f.read("lockExpiryOf", [id]);
+      assert.equal(expiry, model.status === 2 ? effectiveExpiry(model, viewTime) : 0n, `${where}: lockExpiryOf slot ${i}`);
     }
-    assert.equal(await f.balanceOf(f.escrow), owed, `${where}: escrow balance equals open orders`);
+    // Solvency: the balance is exactly the open escrows, the unwithdrawn credits and the strays.
+    let accrued = 0n;
+    for (const index of CREDITED) {
+      const account = addressOf(index);
+      const want = credits.get(account) ?? 0n;
+      accrued += want;
+      assert.equal(await f.read("accrued", [account, f.usdc]), want, `${where}: credit of ${account}`);
+    }
+    assert.equal(await f.read("totalEscrowed", [f.usdc]), owed, `${where}: totalEscrowed`);
+    assert.equal(await f.read("totalAccrued", [f.usdc]), accrued, `${where}: totalAccrued`);
+    assert.equal(await f.read("strayBalance", [f.usdc]), stray, `${where}: strayBalance`);
+    assert.equal(await f.balanceOf(f.escrow), owed + accrued + stray, `${where}: escrow balance equals open orders + credits + strays`);
     if (action.kind === "resolve" && expected === null) {
       for (const index of PARTICIPANTS) {
         const account = addressOf(index);

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import { encodeFunctionData, getAddress, keccak256, toHex } from "viem";
 import type { Address, Hex } from "viem";
 import { disputeOutcome, escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { expectRevert, loadFixture, mockTokenAbi } from "./fixtures.ts";
+import { GRACE, expectRevert, loadFixture, mockTokenAbi } from "./fixtures.ts";
 import type { Fixture } from "./fixtures.ts";
 
 async function setup() {
@@ -48,14 +48,16 @@ describe("reentrancy guard", () => {
     await disarm();
     await f.tx(f.service, "confirmPayment", [terms.orderId, cep]);
     assert.equal((await f.getOrder(terms.orderId)).status, 4);
-    assert.equal(await f.balanceOf(f.escrow, token), 0n);
+    // What stays is exactly the fee credited to the partner and the treasury, to withdraw.
+    assert.equal(await f.balanceOf(f.escrow, token), 100n);
+    assert.equal(await f.read("totalAccrued", [token]), 100n);
   });
 
   it("refunds (cancel, expireListing, refundExpiredLock): re-entering is stopped", async () => {
     const { f, token, arm } = await setup();
     const active = await f.deposit({ token, amount: 10n, listingWindow: 100n });
     const locked = await lockedOrder(f, token);
-    await f.travel(locked.lockWindow);
+    await f.travel(locked.lockWindow + GRACE);
     await arm(f.escrow, encodeFunctionData({ abi: escrowAbi, functionName: "refundExpiredLock", args: [locked.orderId] }));
     await expectRevert(f.send(f.service, "cancel", [active.terms.orderId]), "ReentrancyGuardReentrantCall");
     await expectRevert(f.send(f.stranger, "expireListing", [active.terms.orderId]), "ReentrancyGuardReentrantCall");
@@ -70,6 +72,23 @@ describe("reentrancy guard", () => {
     await arm(f.escrow, encodeFunctionData({ abi: escrowAbi, functionName: "resolveDispute", args: [terms.orderId, disputeOutcome.SELLER] }));
     await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER]), "ReentrancyGuardReentrantCall");
     await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_REFUND]), "ReentrancyGuardReentrantCall");
+  });
+
+  it("withdraw and recoverTokens: re-entering from the payout is stopped", async () => {
+    const { f, token, arm, disarm } = await setup();
+    const terms = await lockedOrder(f, token);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("reentrancy-withdraw"))]);
+    const treasury = f.wallet(3);
+    // The treasury's credit (50 units) re-entered to be withdrawn twice, and a stray-token recovery.
+    await arm(f.escrow, encodeFunctionData({ abi: escrowAbi, functionName: "withdraw", args: [token] }));
+    await expectRevert(f.send(treasury, "withdraw", [token]), "ReentrancyGuardReentrantCall");
+    await f.mined(f.admin.writeContract({ address: token, abi: mockTokenAbi, functionName: "mint", args: [f.escrow, 7n] }));
+    await expectRevert(f.send(f.admin, "recoverTokens", [token, f.treasury, 7n]), "ReentrancyGuardReentrantCall");
+    await disarm();
+    await f.tx(treasury, "withdraw", [token]);
+    assert.equal(await f.balanceOf(f.treasury, token), 50n);
+    await f.tx(f.admin, "recoverTokens", [token, f.treasury, 7n]);
+    assert.equal(await f.balanceOf(f.escrow, token), 50n); // the partner's credit, still owed
   });
 
   it("control: the hook really runs inside escrow transfers (a harmless callback succeeds)", async () => {

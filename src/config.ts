@@ -1,5 +1,11 @@
 // Configuration is read from the environment once, at start, and validated into one typed object.
 // A bad value stops start-up with a message naming the variable (decisions section 1).
+import { privateKeyToAccount } from "viem/accounts";
+
+/** The local Hardhat chain's id: the only chain the sandbox may run on (decisions section 19). */
+export const LOCAL_CHAIN_ID = 31337;
+/** The shortest admin token accepted outside the sandbox (decisions section 19). */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
 
 export interface Config {
   port: number;
@@ -14,6 +20,8 @@ export interface Config {
   usdcAddress: `0x${string}` | undefined;
   servicePrivateKey: `0x${string}` | undefined;
   arbiterPrivateKey: `0x${string}` | undefined;
+  /** Holder of the escrow's DEFAULT_ADMIN_ROLE (a multisig in production); required outside the sandbox. */
+  adminAddress: `0x${string}` | undefined;
   /** Generated at start in sandbox when unset; required in production. */
   adminToken: string | undefined;
   sandbox: boolean;
@@ -23,10 +31,15 @@ export interface Config {
   depositTimeoutSeconds: number;
   listingTimeoutSeconds: number;
   lockWindowSeconds: number;
+  /** BUYER_MAX_OPEN_LOCKS: locks (and unexpired lock permits) one market buyer may hold at once (decisions 17). */
+  buyerMaxOpenLocks: number;
+  /** BUYER_MAX_EXPIRED_LOCKS: unpaid lock expiries in 30 days that suspend a market buyer for 7 days (decisions 17). */
+  buyerMaxExpiredLocks: number;
   webhookRetryDelaysSeconds: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
-  trustProxy: boolean;
+  /** Proxies in front of the service (0: none): the client address is that many hops from the right of X-Forwarded-For. */
+  trustProxy: number;
   /** Unset in sandbox: the built-in simulator. */
   banxicoSieUrl: string | undefined;
   banxicoToken: string | undefined;
@@ -76,6 +89,16 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (/^(true|1|yes)$/i.test(raw)) return true;
   if (/^(false|0|no)$/i.test(raw)) return false;
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+/** `false` (or 0) or the number of proxies in front (decisions section 1). */
+function proxyCount(env: Env, name: string): number {
+  const raw = text(env, name);
+  if (raw === undefined || /^(false|0)$/i.test(raw)) return 0;
+  if (!/^\d+$/.test(raw) || Number(raw) > 10) {
+    throw new ConfigError(name, `must be false or the number of proxies in front of the service (1, 2...), got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 function url(env: Env, name: string): string | undefined {
@@ -142,11 +165,12 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: text(env, "DATA_DIR") ?? ".data",
     rpcUrl: url(env, "RPC_URL"),
-    chainId: integer(env, "CHAIN_ID", 31337, 1, Number.MAX_SAFE_INTEGER),
+    chainId: integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER),
     escrowAddress: address(env, "ESCROW_ADDRESS"),
     usdcAddress: address(env, "USDC_ADDRESS"),
     servicePrivateKey: privateKey(env, "SERVICE_PRIVATE_KEY"),
     arbiterPrivateKey: privateKey(env, "ARBITER_PRIVATE_KEY"),
+    adminAddress: address(env, "ADMIN_ADDRESS"),
     adminToken: text(env, "ADMIN_TOKEN"),
     sandbox,
     production,
@@ -155,10 +179,12 @@ export function loadConfig(env: Env = process.env): Config {
     depositTimeoutSeconds: integer(env, "DEPOSIT_TIMEOUT_SECONDS", 1800, 1, 30 * 86400),
     listingTimeoutSeconds: integer(env, "LISTING_TIMEOUT_SECONDS", 86400, 1, 365 * 86400),
     lockWindowSeconds: integer(env, "LOCK_WINDOW_SECONDS", 86400, 1, 30 * 86400),
+    buyerMaxOpenLocks: integer(env, "BUYER_MAX_OPEN_LOCKS", 3, 1, 1000),
+    buyerMaxExpiredLocks: integer(env, "BUYER_MAX_EXPIRED_LOCKS", 2, 1, 1000),
     webhookRetryDelaysSeconds,
     webhookTimeoutMs: integer(env, "WEBHOOK_TIMEOUT_MS", 10000, 1, 120000),
     webhookAllowPrivate: boolean(env, "WEBHOOK_ALLOW_PRIVATE", sandbox),
-    trustProxy: boolean(env, "TRUST_PROXY", false),
+    trustProxy: proxyCount(env, "TRUST_PROXY"),
     banxicoSieUrl: url(env, "BANXICO_SIE_URL"),
     banxicoToken: text(env, "BANXICO_TOKEN"),
     fallbackRateUrl: url(env, "FALLBACK_RATE_URL"),
@@ -167,7 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     kycProviderApiKey: text(env, "KYC_PROVIDER_API_KEY"),
     kycProviderSecret: text(env, "KYC_PROVIDER_SECRET"),
     sandboxUsdMxn,
-    chainConfirmations: integer(env, "CHAIN_CONFIRMATIONS", integer(env, "CHAIN_ID", 31337, 1, Number.MAX_SAFE_INTEGER) === 31337 ? 0 : 10, 0, 1000),
+    chainConfirmations: integer(env, "CHAIN_CONFIRMATIONS", integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER) === LOCAL_CHAIN_ID ? 0 : 10, 0, 1000),
     indexerSchema: text(env, "INDEXER_SCHEMA"),
     sanctionsListFiles: [
       ...(text(env, "SANCTIONS_LIST_FILE") ?? "data/sanctions/sdn.csv").split(",").map((file) => file.trim()),
@@ -184,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
       ["USDC_ADDRESS", config.usdcAddress],
       ["SERVICE_PRIVATE_KEY", config.servicePrivateKey],
       ["ARBITER_PRIVATE_KEY", config.arbiterPrivateKey],
+      ["ADMIN_ADDRESS", config.adminAddress],
       ["ADMIN_TOKEN", config.adminToken],
       ["BANXICO_SIE_URL", config.banxicoSieUrl],
       ["BANXICO_TOKEN", config.banxicoToken],
@@ -197,8 +224,36 @@ export function loadConfig(env: Env = process.env): Config {
       if (value === undefined) throw new ConfigError(name, "is required when SANDBOX is false");
     }
   }
-  if (config.adminToken !== undefined && config.adminToken.length < 16) {
-    throw new ConfigError("ADMIN_TOKEN", "must be at least 16 characters");
+  if (sandbox && config.chainId !== LOCAL_CHAIN_ID) {
+    throw new ConfigError("SANDBOX", `must be false on chain ${config.chainId}: the sandbox runs only on the local chain (CHAIN_ID ${LOCAL_CHAIN_ID})`);
   }
+  const minimumTokenLength = sandbox ? 16 : MIN_ADMIN_TOKEN_LENGTH;
+  if (config.adminToken !== undefined && config.adminToken.length < minimumTokenLength) {
+    throw new ConfigError("ADMIN_TOKEN", `must be at least ${minimumTokenLength} characters`);
+  }
+  if (!sandbox) requireDistinctKeys(env, config);
   return config;
+}
+
+/**
+ * Outside the sandbox each role has its own key (decisions section 19): a leaked service key must not
+ * also deploy, arbitrate or administer the escrow. Compared as addresses; the deployer's key is checked
+ * when it is in the same environment (`npm run deploy` checks it too).
+ */
+function requireDistinctKeys(env: Env, config: Config): void {
+  const holders: [string, string][] = [];
+  const deployerKey = privateKey(env, "DEPLOYER_PRIVATE_KEY");
+  if (deployerKey) holders.push(["DEPLOYER_PRIVATE_KEY", privateKeyToAccount(deployerKey).address]);
+  if (config.servicePrivateKey) holders.push(["SERVICE_PRIVATE_KEY", privateKeyToAccount(config.servicePrivateKey).address]);
+  if (config.arbiterPrivateKey) holders.push(["ARBITER_PRIVATE_KEY", privateKeyToAccount(config.arbiterPrivateKey).address]);
+  if (config.adminAddress) holders.push(["ADMIN_ADDRESS", config.adminAddress]);
+  for (let i = 0; i < holders.length; i++) {
+    for (let j = i + 1; j < holders.length; j++) {
+      const [first, firstAddress] = holders[i]!;
+      const [second, secondAddress] = holders[j]!;
+      if (firstAddress.toLowerCase() === secondAddress.toLowerCase()) {
+        throw new ConfigError(second, `must not be the same account as ${first} outside the sandbox (${firstAddress})`);
+      }
+    }
+  }
 }

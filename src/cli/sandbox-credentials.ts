@@ -3,6 +3,7 @@
 //
 //   adminToken        generated on the first start when ADMIN_TOKEN is unset (`npm run admin` reads it)
 //   demoPartner       the demo partner's id, API key and webhook secret, as created on the first start
+//   demoOwner         the demo partner's dashboard OWNER: email and password, as created on the first start
 //   localChainSchema  the indexer schema of the last start's local Hardhat chain (dropped by the next start)
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
@@ -11,6 +12,7 @@ import path from "node:path";
 export interface SandboxState {
   adminToken?: string;
   demoPartner?: { id: string; apiKey: string; webhookSecret: string };
+  demoOwner?: { email: string; password: string };
   localChainSchema?: string;
 }
 
@@ -42,6 +44,8 @@ export async function readSandboxState(dataDir: string): Promise<SandboxState> {
   if (demo && typeof demo.id === "string" && typeof demo.apiKey === "string" && typeof demo.webhookSecret === "string") {
     result.demoPartner = { id: demo.id, apiKey: demo.apiKey, webhookSecret: demo.webhookSecret };
   }
+  const owner = state.demoOwner as Record<string, unknown> | undefined;
+  if (owner && typeof owner.email === "string" && typeof owner.password === "string") result.demoOwner = { email: owner.email, password: owner.password };
   if (typeof state.localChainSchema === "string") result.localChainSchema = state.localChainSchema;
   return result;
 }

@@ -71,4 +71,12 @@ export const InvalidStateError = errorClass("INVALID_STATE", 409, "The order is 
 // Payment proof: a payment report must be signed by the wallet that locked the order (docs/payments.md).
 export const InvalidSignatureError = errorClass("INVALID_SIGNATURE", 403, "The payment report is not signed by the order's buyer wallet");
 
+// Partner dashboard (decisions section 18)
+export const InvalidCredentialsError = errorClass("INVALID_CREDENTIALS", 401, "The email or password is wrong");
+export const CsrfFailedError = errorClass("CSRF_FAILED", 403, "The X-CSRF-Token header is missing or does not match the session");
+export const ForbiddenError = errorClass("FORBIDDEN", 403, "The member's role does not allow this");
+export const InvitationExpiredError = errorClass("INVITATION_EXPIRED", 410, "The invitation has expired");
+export const MemberExistsError = errorClass("MEMBER_EXISTS", 409, "A member with this email already exists");
+export const LastOwnerError = errorClass("LAST_OWNER", 409, "The partner's last OWNER can be neither demoted nor removed");
+
 export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");

@@ -1,4 +1,4 @@
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import Koa from "koa";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
@@ -9,12 +9,12 @@ import type { AppState } from "./context.ts";
 import { errorResponses } from "./errors.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { idempotency } from "./middleware/idempotency.ts";
-import { jsonBody } from "./middleware/json-body.ts";
 import { httpMetrics } from "./middleware/metrics.ts";
 import { partnerAuth } from "./middleware/partner-auth.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { buildOpenApiDocument, docsRoutes } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
+import { createRouter } from "./router.ts";
 import { RouteGroup } from "./routes.ts";
 import { exchangeRateRoutes } from "./routes/exchange-rate.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -27,6 +27,13 @@ export const ADMIN_PREFIX = "/admin/v1";
 export interface RouteGroups {
   partner: RouteGroup;
   admin: RouteGroup;
+}
+
+/** An API with its own prefix, guards and OpenAPI document (market, dashboard), mounted beside the partner and admin APIs. */
+export interface Surface {
+  documentUrl: string;
+  document: unknown;
+  middleware: Koa.Middleware<AppState>;
 }
 
 export interface AppDependencies {
@@ -42,16 +49,17 @@ export interface AppDependencies {
   routeModules?: ((groups: RouteGroups) => void)[];
   /** Unauthenticated routers outside /api/v1 (provider callbacks, the operator console). */
   publicRouters?: Router<AppState>[];
-}
-
-function underPrefix(prefix: string, middleware: Koa.Middleware<AppState>): Koa.Middleware<AppState> {
-  return (ctx, next) => (ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? middleware(ctx, next) : next());
+  /** Other APIs with their own document (the market under /market/v1, the dashboard under /dashboard/v1). */
+  surfaces?: Surface[];
 }
 
 export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: RouteGroups } {
   const { config, pool, logger } = deps;
   const app = new Koa<AppState>();
-  app.proxy = config.trustProxy;
+  // TRUST_PROXY is the number of proxies in front: the client address is taken that many hops from the
+  // right of X-Forwarded-For, so whatever a client writes at its left is never believed.
+  app.proxy = config.trustProxy > 0;
+  app.maxIpsCount = config.trustProxy;
   app.silent = true;
 
   const metrics = httpMetrics();
@@ -59,8 +67,10 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   app.use(metrics.middleware);
   app.use(errorResponses());
 
-  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", idempotency: idempotency(pool) });
-  const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer" });
+  // Authentication and rate limits are the groups' own guards: they run before the body is read, so the
+  // route itself, body included, is checked last (decisions section 3), and every /api/v1 answer is counted.
+  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", guards: [partnerAuth(pool)], idempotency: idempotency(pool) });
+  const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer", guards: [adminAuth(deps.adminToken, pool)] });
   healthRoutes(partner);
   exchangeRateRoutes(partner, { rates: deps.rates, validitySeconds: config.rateValiditySeconds });
   userRoutes(partner, { pool });
@@ -74,36 +84,39 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   const adminDocument = buildOpenApiDocument({ title: "Offramp admin API", version: "1.0.0", serverUrl: ADMIN_PREFIX, groups: [admin] });
 
   // Public: operator probes, metrics, the API document and its rendered reference.
-  const open = new Router<AppState>();
+  const open = createRouter();
   open.get(openApiUrl, (ctx) => {
     ctx.body = partnerDocument;
   });
   app.use(open.routes());
-  // Authentication and rate limits run before the body is read: the route itself, body included, is
-  // checked last (decisions section 3), and every /api/v1 answer, a malformed body's too, is counted.
-  // They also run before routing, so unknown /api/v1 paths answer 401 without a key and 404 with one.
-  app.use(underPrefix(PARTNER_PREFIX, partnerAuth(pool)));
-  app.use(underPrefix(ADMIN_PREFIX, adminAuth(deps.adminToken)));
-  app.use(jsonBody());
   app.use(operatorRoutes({ pool, registry: metrics.registry }).routes());
   app.use(docsRoutes(openApiUrl).routes());
   for (const router of deps.publicRouters ?? []) app.use(router.routes()).use(router.allowedMethods());
   if (config.sandbox) {
     for (const simulator of deps.simulators ?? []) {
-      const mount = new Router({ prefix: simulator.prefix });
+      const mount = createRouter<unknown>({ prefix: simulator.prefix });
       mount.use(simulator.router.routes(), simulator.router.allowedMethods());
       app.use(mount.routes());
     }
   }
 
-  app.use(partner.router.routes());
+  for (const surface of deps.surfaces ?? []) {
+    const documentRoute = createRouter();
+    documentRoute.get(surface.documentUrl, (ctx) => {
+      ctx.body = surface.document;
+    });
+    app.use(documentRoute.routes());
+    app.use(surface.middleware);
+  }
 
-  const adminDocumentRoute = new Router<AppState>();
+  app.use(partner.middleware());
+
+  const adminDocumentRoute = createRouter();
   adminDocumentRoute.get(`${ADMIN_PREFIX}/openapi.json`, (ctx) => {
     ctx.body = adminDocument;
   });
   app.use(adminDocumentRoute.routes());
-  app.use(admin.router.routes());
+  app.use(admin.middleware());
 
   return { app, groups };
 }

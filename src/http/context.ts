@@ -7,6 +7,8 @@ export interface AppState {
   log: Logger;
   /** Set by partner authentication on /api/v1 routes. */
   partner?: PartnerWithSecrets;
+  /** The path as logged, when the real one holds a secret (an invitation token). */
+  logPath?: string;
 }
 
 export type AppContext = Koa.ParameterizedContext<AppState>;

@@ -1,10 +1,12 @@
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import type { Pool } from "../db/pool.ts";
 import { UnauthorizedError, ValidationError } from "../domain/errors.ts";
 import { KycCallbackPayloadError, KycCallbackSignatureError, type KycProviderClient } from "../integrations/kyc-provider.ts";
 import { applyKycCallback } from "../kyc/callbacks.ts";
 import type { Logger } from "../logger.ts";
 import type { AppState } from "./context.ts";
+import { jsonBody } from "./middleware/json-body.ts";
+import { createRouter } from "./router.ts";
 
 /** Where the KYC provider posts its signed decision and screening webhooks (outside /api/v1, no API key). */
 export const KYC_CALLBACK_PATH = "/callbacks/kyc";
@@ -18,8 +20,8 @@ export const KYC_CALLBACK_PATH = "/callbacks/kyc";
  * 404 NOT_FOUND. In each case nothing changes. A replayed callback answers 200 and changes nothing.
  */
 export function kycCallbackRouter(deps: { pool: Pool; provider: Pick<KycProviderClient, "verifyDecisionCallback">; logger?: Logger }): Router<AppState> {
-  const router = new Router<AppState>();
-  router.post(KYC_CALLBACK_PATH, async (ctx) => {
+  const router = createRouter();
+  router.post(KYC_CALLBACK_PATH, jsonBody(), async (ctx) => {
     const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
     const raw = typeof rawBody === "string" ? Buffer.from(rawBody, "utf8") : Buffer.alloc(0);
     let decision;

@@ -1,8 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import type { AppState } from "./context.ts";
+import { createRouter } from "./router.ts";
 import type { RouteGroup, RouteSpec } from "./routes.ts";
 import { STATUS_BY_CODE } from "../domain/errors.ts";
 import { errorBodySchema, type JsonSchema } from "./schema.ts";
@@ -83,15 +84,16 @@ export function buildOpenApiDocument(options: { title: string; version: string; 
 
 const require = createRequire(import.meta.url);
 const swaggerUiDir = path.dirname(require.resolve("swagger-ui-dist/package.json"));
-const SWAGGER_FILES: Record<string, string> = {
-  "swagger-ui.css": "text/css",
-  "swagger-ui-bundle.js": "application/javascript",
-  "swagger-ui-standalone-preset.js": "application/javascript",
-};
+// A Map, not an object: a name such as `constructor` must find nothing, not Object.prototype's.
+const SWAGGER_FILES = new Map<string, string>([
+  ["swagger-ui.css", "text/css"],
+  ["swagger-ui-bundle.js", "application/javascript"],
+  ["swagger-ui-standalone-preset.js", "application/javascript"],
+]);
 
 /** `/docs`: the API reference rendered by Swagger UI (served from the npm package, no CDN) over the document. */
 export function docsRoutes(documentUrl: string): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
   router.get("/docs", (ctx) => {
     ctx.type = "html";
     ctx.body = `<!doctype html>
@@ -104,7 +106,7 @@ export function docsRoutes(documentUrl: string): Router<AppState> {
   });
   router.get("/docs/assets/:file", async (ctx) => {
     const file = ctx.params.file ?? "";
-    const type = SWAGGER_FILES[file];
+    const type = SWAGGER_FILES.get(file);
     if (!type) return;
     ctx.type = type;
     ctx.set("Cache-Control", "public, max-age=86400");

@@ -1,11 +1,12 @@
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import type { Registry } from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import type { AppState } from "./context.ts";
+import { createRouter } from "./router.ts";
 
 /** Unauthenticated operator probes: liveness, readiness (database reachable) and Prometheus metrics. */
 export function operatorRoutes(deps: { pool: Pool; registry: Registry }): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
   router.get("/healthz", (ctx) => {
     ctx.body = { status: "ok" };
   });

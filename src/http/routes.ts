@@ -1,9 +1,12 @@
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import type Koa from "koa";
+import { NotFoundError, ValidationError } from "../domain/errors.ts";
 import type { AppContext, AppState } from "./context.ts";
+import { jsonBody } from "./middleware/json-body.ts";
+import { createRouter } from "./router.ts";
 import { bodyValidator, queryValidator, type JsonSchema, type Validator } from "./schema.ts";
 
-export type Method = "get" | "post" | "patch";
+export type Method = "get" | "post" | "patch" | "put" | "delete";
 
 /** One route: its contract (validated at run time, and published in the OpenAPI document) and its handler. */
 export interface RouteSpec {
@@ -20,6 +23,8 @@ export interface RouteSpec {
   responses: Record<number, { description: string; schema?: JsonSchema }>;
   /** Error codes the route itself may answer (authentication and rate-limit errors are implied). */
   errors?: string[];
+  /** Guards of this route alone, run after the group's (a dashboard route's session, CSRF and role checks). */
+  guards?: Koa.Middleware<AppState>[];
 }
 
 export interface RouteInput<Body, Query> {
@@ -33,23 +38,67 @@ export type RouteHandler<Body, Query> = (ctx: AppContext, input: RouteInput<Body
 export type Security = "apiKey" | "bearer" | "none";
 
 const NO_QUERY: JsonSchema = { type: "object", additionalProperties: false, properties: {} };
+const validateNoBody = bodyValidator<unknown>({ type: "object", additionalProperties: false, properties: {} });
 
 /**
- * A group of routes under one prefix and one kind of authentication. Every route's body and query are
- * validated by its ajv schema before the handler runs; the same specs generate the OpenAPI document.
+ * The first string in `value` (a parsed query or JSON body) holding U+0000, which PostgreSQL text cannot
+ * store: its path, or undefined. Iterative, so a body nested thousands deep cannot overflow the stack.
+ */
+function nulAt(value: unknown): string | undefined {
+  const pending: [unknown, string][] = [[value, ""]];
+  while (pending.length) {
+    const [item, path] = pending.pop()!;
+    if (typeof item === "string") {
+      if (item.includes("\u0000")) return path;
+    } else if (item !== null && typeof item === "object") {
+      for (const [key, child] of Object.entries(item)) {
+        const at = path ? `${path}.${key}` : key;
+        if (key.includes("\u0000")) return at;
+        pending.push([child, at]);
+      }
+    }
+  }
+  return undefined;
+}
+
+const parseJsonBody = jsonBody();
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
+/**
+ * A group of routes under one prefix and one kind of authentication. The group's guards (authentication,
+ * rate limits) are part of every route's own middleware chain, so no route of the group can be reached
+ * without them, whatever the path looks like; then the body is read and validated by the route's ajv
+ * schema, then the handler runs. The same specs generate the OpenAPI document.
  */
 export class RouteGroup {
   readonly prefix: string;
   readonly security: Security;
   readonly router: Router<AppState>;
   readonly specs: RouteSpec[] = [];
+  private readonly guards: Koa.Middleware<AppState>[];
   private readonly idempotency: Koa.Middleware<AppState> | undefined;
+  private readonly fallback: Router<AppState>;
 
-  constructor(options: { prefix: string; security: Security; idempotency?: Koa.Middleware<AppState> }) {
+  constructor(options: { prefix: string; security: Security; guards: Koa.Middleware<AppState>[]; idempotency?: Koa.Middleware<AppState> }) {
     this.prefix = options.prefix;
     this.security = options.security;
+    this.guards = options.guards;
     this.idempotency = options.idempotency;
-    this.router = new Router<AppState>({ prefix: options.prefix });
+    this.router = createRouter({ prefix: options.prefix });
+    // Any other path or method under the prefix runs the same guards before its 404, so an unknown
+    // route answers as authentication decides (401 without credentials) and is counted like the others.
+    this.fallback = createRouter({ prefix: options.prefix });
+    this.fallback.all("/{*path}", ...this.guards, () => {
+      throw new NotFoundError();
+    });
+  }
+
+  /** The group's routes, then its guarded fallback: what the app mounts. */
+  middleware(): Koa.Middleware<AppState> {
+    const routes = this.router.routes() as Koa.Middleware<AppState>;
+    const fallback = this.fallback.routes() as Koa.Middleware<AppState>;
+    return (ctx, next) => routes(ctx, () => fallback(ctx, next));
   }
 
   add<Body = unknown, Query = unknown>(spec: RouteSpec, handler: RouteHandler<Body, Query>): this {
@@ -58,11 +107,22 @@ export class RouteGroup {
     // A route that declares no query parameters accepts none: unknown fields are rejected everywhere.
     const validateQuery: Validator<Query> = queryValidator<Query>(spec.query ?? NO_QUERY);
     const run = async (ctx: AppContext) => {
+      // No id or reference holds a control character: such a path names nothing (and PostgreSQL refuses NUL).
+      if (Object.values(ctx.params as Record<string, string>).some((value) => CONTROL_CHARACTER.test(value))) throw new NotFoundError();
+      // Nor can a query value or body field hold NUL: PostgreSQL text cannot store it.
+      for (const [where, value] of [["query", ctx.query], ["body", ctx.request.body]] as const) {
+        const at = nulAt(value);
+        const field = at && at.length > 80 ? `${at.slice(0, 80)}…` : at;
+        if (at !== undefined) throw new ValidationError(`The ${where}${field ? ` field "${field}"` : ""} must not contain the NUL character (U+0000)`);
+      }
       const query = validateQuery({ ...ctx.query });
+      // Nor does a route whose contract has no body accept fields in one. (A route may attach its body
+      // schema after registration, for the document only, when it checks the body itself later.)
+      if (!validateBody && spec.body === undefined) validateNoBody(ctx.request.body ?? {});
       const body = validateBody ? validateBody(ctx.request.body ?? {}) : ({} as Body);
       await handler(ctx, { body, query, params: ctx.params as Record<string, string> });
     };
-    const middleware: Koa.Middleware<AppState>[] = [];
+    const middleware: Koa.Middleware<AppState>[] = [...this.guards, ...(spec.guards ?? []), parseJsonBody];
     if (spec.idempotent && this.idempotency) middleware.push(this.idempotency);
     this.router[spec.method](spec.path, ...middleware, run as Koa.Middleware<AppState>);
     return this;

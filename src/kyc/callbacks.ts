@@ -2,6 +2,7 @@ import type { Pool } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import type { KycDecision } from "../integrations/kyc-provider.ts";
+import { applyBuyerKycCallback } from "../market/kyc.ts";
 import { approveKyc, rejectKyc, setScreening } from "../users/users.ts";
 import { findKycSessionByProviderId, kycSessionFromRow, type KycSessionRecord, type KycSessionRow } from "./sessions.ts";
 
@@ -21,10 +22,15 @@ export type KycCallbackOutcome = "decided" | "already-decided" | "screening" | "
  * billed for. PEP / sanctions matches are raised on the session and the user. A session's first final
  * decision is the only one applied. Unknown session: NOT_FOUND, nothing changes.
  */
-export async function applyKycCallback(pool: Pool, decision: KycDecision): Promise<{ outcome: KycCallbackOutcome; session: KycSessionRecord }> {
+export async function applyKycCallback(pool: Pool, decision: KycDecision): Promise<{ outcome: KycCallbackOutcome; session: Pick<KycSessionRecord, "id"> }> {
   return withTransaction(pool, async (tx) => {
     const session = await findKycSessionByProviderId(tx, decision.sessionId, true);
-    if (!session) throw new NotFoundError("No KYC session with this id");
+    if (!session) {
+      // Not a partner's user: a market buyer's session (same provider, decisions 17), or unknown.
+      const buyer = await applyBuyerKycCallback(tx, decision);
+      if (buyer) return { outcome: buyer.outcome, session: { id: buyer.sessionId } };
+      throw new NotFoundError("No KYC session with this id");
+    }
     const final = decision.kind === "decision" && decision.result !== "PENDING";
     if (final && (session.status === "APPROVED" || session.status === "REJECTED")) {
       return { outcome: "already-decided" as const, session };

@@ -12,21 +12,20 @@ import type { Logger } from "../logger.ts";
 import { kycSandboxRoutes } from "../sandbox/kyc-routes.ts";
 import { createKycProviderSimulator, type KycProviderSimulator } from "../sandbox/simulators/kyc-provider.ts";
 
-/** Credentials the sandbox provider simulator and the client share when KYC_PROVIDER_API_KEY/SECRET are unset. */
-export const SANDBOX_KYC_API_KEY = "sandbox-kyc-api-key";
-export const SANDBOX_KYC_SECRET = "sandbox-kyc-shared-secret";
 export const KYC_SIMULATOR_PREFIX = "/simulators/kyc";
 /** Per-call timeout for session creation at the provider; past it, KYC_SESSION_FAILED. */
 export const KYC_PROVIDER_TIMEOUT_MS = 15_000;
 
-function credentials(config: Config): { apiKey: string; secret: string } {
-  return { apiKey: config.kycProviderApiKey ?? SANDBOX_KYC_API_KEY, secret: config.kycProviderSecret ?? SANDBOX_KYC_SECRET };
+/** The provider's API key and callback secret: KYC_PROVIDER_API_KEY/SECRET, or in sandbox those generated for DATA_DIR. */
+export interface KycCredentials {
+  apiKey: string;
+  secret: string;
 }
 
 /** The sandbox provider simulator, mounted at KYC_SIMULATOR_PREFIX on the service's own address. */
-export function createSandboxKycSimulator(config: Config, baseUrl: string): KycProviderSimulator {
+export function createSandboxKycSimulator(credentials: KycCredentials, baseUrl: string): KycProviderSimulator {
   return createKycProviderSimulator({
-    ...credentials(config),
+    ...credentials,
     publicBaseUrl: () => `${baseUrl}${KYC_SIMULATOR_PREFIX}`,
     callbackUrl: () => `${baseUrl}${KYC_CALLBACK_PATH}`,
   });
@@ -44,11 +43,18 @@ export interface KycModule {
  * The provider client (KYC_PROVIDER_URL, or the sandbox simulator on the service's own address) and the
  * routes. The sandbox decision route is registered only when SANDBOX is on and the simulator runs.
  */
-export function kycModule(options: { config: Config; pool: Pool; logger: Logger; baseUrl: string; simulator: KycProviderSimulator | undefined }): KycModule {
+export function kycModule(options: {
+  config: Config;
+  credentials: KycCredentials;
+  pool: Pool;
+  logger: Logger;
+  baseUrl: string;
+  simulator: KycProviderSimulator | undefined;
+}): KycModule {
   const { config, pool, logger, simulator } = options;
   const provider = createKycProviderClient({
     baseUrl: config.kycProviderUrl ?? `${options.baseUrl}${KYC_SIMULATOR_PREFIX}`,
-    ...credentials(config),
+    ...options.credentials,
     timeoutMs: KYC_PROVIDER_TIMEOUT_MS,
   });
   return {

@@ -1,20 +1,26 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { assertError, assertStatus } from "../support/assertions.ts";
+import { ADMIN_AUTH_FAILURES_PER_MINUTE } from "../../src/http/middleware/admin-auth.ts";
 import { ADMIN_TOKEN, startTestService, type ApiResponse, type TestService } from "../support/service.ts";
 
 // Decisions section 12: /admin/v1 needs `Authorization: Bearer <ADMIN_TOKEN>`; 401 UNAUTHORIZED otherwise.
 let service: TestService;
 let partnerId: string;
 
+// Behind one trusted proxy, so each call can come from its own address: failed authentications are
+// limited per address, and this file fails on purpose more often than the limit allows one address.
+let nextAddress = 1;
+const freshAddress = () => `198.18.${Math.floor(nextAddress / 250)}.${(nextAddress++ % 250) + 1}`;
+
 before(async () => {
-  service = await startTestService();
+  service = await startTestService({ TRUST_PROXY: "1" });
   partnerId = (await service.createPartner()).id;
 });
 after(() => service.close());
 
 async function adminCall(method: string, path: string, authorization: string | undefined, body?: unknown): Promise<ApiResponse> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { "X-Forwarded-For": freshAddress() };
   if (authorization !== undefined) headers.Authorization = authorization;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(`${service.baseUrl}/admin/v1${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
@@ -76,4 +82,21 @@ test("a malformed body without the token answers UNAUTHORIZED, not VALIDATION_ER
   assert.equal(response.status, 401);
   assert.equal(((await response.json()) as { error: string }).error, "UNAUTHORIZED");
   assert.equal(await partnerCount(), before);
+});
+
+test("failed admin authentications are limited per address: past the limit even the right token waits", async () => {
+  const call = (address: string, token: string) =>
+    fetch(`${service.baseUrl}/admin/v1/partners`, { headers: { Authorization: `Bearer ${token}`, "X-Forwarded-For": address } });
+  for (let i = 0; i < ADMIN_AUTH_FAILURES_PER_MINUTE; i += 1) assert.equal((await call("198.51.100.90", `guess-${i}`)).status, 401);
+  const limited = await call("198.51.100.90", "guess-next");
+  assertError({ status: limited.status, headers: limited.headers, body: await limited.json() }, 429, "RATE_LIMITED");
+  assert.ok(Number(limited.headers.get("Retry-After")) >= 1);
+  assert.equal((await call("198.51.100.90", ADMIN_TOKEN)).status, 429, "the right token is not even compared");
+  assert.equal((await call("198.51.100.91", ADMIN_TOKEN)).status, 200, "another address is not limited");
+});
+
+test("successful admin requests are not counted as failures", async () => {
+  const call = (token: string) => fetch(`${service.baseUrl}/admin/v1/partners`, { headers: { Authorization: `Bearer ${token}`, "X-Forwarded-For": "198.51.100.92" } });
+  for (let i = 0; i < ADMIN_AUTH_FAILURES_PER_MINUTE + 5; i += 1) assert.equal((await call(ADMIN_TOKEN)).status, 200);
+  assert.equal((await call("wrong-token")).status, 401, "a failure after many successes is still only the first");
 });

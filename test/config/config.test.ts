@@ -13,7 +13,8 @@ const PRODUCTION: Record<string, string> = {
   USDC_ADDRESS: `0x${"b".repeat(40)}`,
   SERVICE_PRIVATE_KEY: `0x${"1".repeat(64)}`,
   ARBITER_PRIVATE_KEY: `0x${"2".repeat(64)}`,
-  ADMIN_TOKEN: "a-long-enough-admin-token",
+  ADMIN_ADDRESS: `0x${"c".repeat(40)}`,
+  ADMIN_TOKEN: "a-long-enough-admin-token-of-32-chars",
   BANXICO_SIE_URL: "https://www.banxico.org.mx/SieAPIRest/service/v1/",
   BANXICO_TOKEN: "bmx-token",
   FALLBACK_RATE_URL: "https://api.frankfurter.dev/v1",
@@ -77,7 +78,7 @@ test("with no variables the sandbox defaults of decisions section 1 apply", () =
       webhookRetryDelaysSeconds: [30, 120, 600, 1800, 7200],
       webhookTimeoutMs: 10000,
       webhookAllowPrivate: true,
-      trustProxy: false,
+      trustProxy: 0,
       sandboxUsdMxn: "17.2500",
     },
   );
@@ -90,13 +91,13 @@ test("a complete production configuration loads with sandbox and private webhook
   assert.equal(config.webhookAllowPrivate, false);
   assert.equal(config.databaseUrl, PRODUCTION.DATABASE_URL);
   assert.equal(config.banxicoSieUrl, "https://www.banxico.org.mx/SieAPIRest/service/v1", "a trailing slash is dropped");
-  assert.equal(config.adminToken, "a-long-enough-admin-token");
+  assert.equal(config.adminToken, "a-long-enough-admin-token-of-32-chars");
 });
 
 test("values are parsed into their types", () => {
   const config = loadConfig({
     PORT: "8080",
-    TRUST_PROXY: "true",
+    TRUST_PROXY: "2",
     WEBHOOK_ALLOW_PRIVATE: "0",
     WEBHOOK_RETRY_DELAYS_SECONDS: "5, 10,20",
     QUOTE_TTL_SECONDS: "60",
@@ -105,7 +106,7 @@ test("values are parsed into their types", () => {
     LOG_LEVEL: "warn",
   });
   assert.equal(config.port, 8080);
-  assert.equal(config.trustProxy, true);
+  assert.equal(config.trustProxy, 2, "TRUST_PROXY is the number of proxies in front");
   assert.equal(config.webhookAllowPrivate, false);
   assert.deepEqual(config.webhookRetryDelaysSeconds, [5, 10, 20]);
   assert.equal(config.quoteTtlSeconds, 60);
@@ -138,6 +139,8 @@ const badValues: [string, string][] = [
   ["WEBHOOK_TIMEOUT_MS", "0"],
   ["WEBHOOK_ALLOW_PRIVATE", "sometimes"],
   ["TRUST_PROXY", "on-prem"],
+  ["TRUST_PROXY", "true"],
+  ["TRUST_PROXY", "-1"],
   ["SANDBOX", "maybe"],
   ["DATABASE_URL", "mysql://localhost/offramp"],
   ["RPC_URL", "not a url"],
@@ -175,4 +178,39 @@ test("SANDBOX=false requires the production variables too", () => {
   delete env.NODE_ENV;
   delete env.CEP_URL;
   assertConfigError(env, "CEP_URL");
+});
+
+// Decisions section 19: keys and the sandbox's reach.
+
+test("TRUST_PROXY=false and 0 both mean no proxy", () => {
+  assert.equal(loadConfig({ TRUST_PROXY: "false" }).trustProxy, 0);
+  assert.equal(loadConfig({ TRUST_PROXY: "0" }).trustProxy, 0);
+});
+
+test("SANDBOX=true on a chain other than the local one (31337) stops, naming SANDBOX", () => {
+  assertConfigError({ SANDBOX: "true", CHAIN_ID: "8453" }, "SANDBOX");
+});
+
+test("outside the sandbox an ADMIN_TOKEN shorter than 32 characters stops", () => {
+  assertConfigError({ ...PRODUCTION, ADMIN_TOKEN: "x".repeat(31) }, "ADMIN_TOKEN");
+  assert.equal(loadConfig({ ...PRODUCTION, ADMIN_TOKEN: "x".repeat(32) }).adminToken, "x".repeat(32));
+});
+
+test("outside the sandbox the arbiter key must not be the service key", () => {
+  assertConfigError({ ...PRODUCTION, ARBITER_PRIVATE_KEY: PRODUCTION.SERVICE_PRIVATE_KEY! }, "ARBITER_PRIVATE_KEY");
+});
+
+test("outside the sandbox ADMIN_ADDRESS must not be the service's or the arbiter's account", () => {
+  // 0x111…1's address, whatever the letter case it is written in.
+  const serviceAddress = "0x19E7E376E7C213B7E7e7e46cc70A5dD086DAff2A";
+  assertConfigError({ ...PRODUCTION, ADMIN_ADDRESS: serviceAddress.toLowerCase() }, "ADMIN_ADDRESS");
+});
+
+test("outside the sandbox the deployer's key, when given, must differ from every role's", () => {
+  assertConfigError({ ...PRODUCTION, DEPLOYER_PRIVATE_KEY: PRODUCTION.ARBITER_PRIVATE_KEY! }, "ARBITER_PRIVATE_KEY");
+  assert.doesNotThrow(() => loadConfig({ ...PRODUCTION, DEPLOYER_PRIVATE_KEY: `0x${"3".repeat(64)}` }));
+});
+
+test("in the sandbox the development accounts may share roles", () => {
+  assert.doesNotThrow(() => loadConfig({ SERVICE_PRIVATE_KEY: `0x${"1".repeat(64)}`, ARBITER_PRIVATE_KEY: `0x${"1".repeat(64)}` }));
 });

@@ -1,13 +1,13 @@
 // The provider's callback: only a callback signed over its exact bytes with the shared secret changes anything.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { SANDBOX_KYC_API_KEY } from "../../src/kyc/wiring.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import {
   createUser,
   postCallback,
   postSignedCallback,
   servicePartner,
+  kycCredentials,
   sign,
   startSession,
   usage,
@@ -46,7 +46,7 @@ function errorCode(response: { body: unknown }): string {
 describe("refused callbacks change nothing", () => {
   test("an unsigned callback is 401 UNAUTHORIZED", async () => {
     const state = await pendingSession();
-    const response = await postCallback(service, veriffDecision(state.sessionId, "approved"), { "X-AUTH-CLIENT": SANDBOX_KYC_API_KEY });
+    const response = await postCallback(service, veriffDecision(state.sessionId, "approved"), { "X-AUTH-CLIENT": kycCredentials(service).apiKey });
     assert.equal(response.status, 401);
     assert.equal(errorCode(response), "UNAUTHORIZED");
     await assertNothingChanged(state);
@@ -62,7 +62,7 @@ describe("refused callbacks change nothing", () => {
   test("a callback signed with another secret (forged) is 401", async () => {
     const state = await pendingSession();
     const body = veriffDecision(state.sessionId, "approved");
-    const response = await postCallback(service, body, { "X-AUTH-CLIENT": SANDBOX_KYC_API_KEY, "X-HMAC-SIGNATURE": sign(body, "not-the-secret") });
+    const response = await postCallback(service, body, { "X-AUTH-CLIENT": kycCredentials(service).apiKey, "X-HMAC-SIGNATURE": sign(body, "not-the-secret") });
     assert.equal(response.status, 401);
     await assertNothingChanged(state);
   });
@@ -70,7 +70,7 @@ describe("refused callbacks change nothing", () => {
   test("a correctly signed callback naming another integration's API key is 401", async () => {
     const state = await pendingSession();
     const body = veriffDecision(state.sessionId, "approved");
-    const response = await postCallback(service, body, { "X-AUTH-CLIENT": "someone-else", "X-HMAC-SIGNATURE": sign(body) });
+    const response = await postCallback(service, body, { "X-AUTH-CLIENT": "someone-else", "X-HMAC-SIGNATURE": sign(body, kycCredentials(service).secret) });
     assert.equal(response.status, 401);
     await assertNothingChanged(state);
   });
@@ -80,7 +80,7 @@ describe("refused callbacks change nothing", () => {
     const signed = veriffDecision(state.sessionId, "declined");
     const tampered = signed.replace('"declined"', '"approved"').replace("9102", "9001");
     assert.notEqual(tampered, signed);
-    const response = await postCallback(service, tampered, { "X-AUTH-CLIENT": SANDBOX_KYC_API_KEY, "X-HMAC-SIGNATURE": sign(signed) });
+    const response = await postCallback(service, tampered, { "X-AUTH-CLIENT": kycCredentials(service).apiKey, "X-HMAC-SIGNATURE": sign(signed, kycCredentials(service).secret) });
     assert.equal(response.status, 401);
     await assertNothingChanged(state);
   });
@@ -89,7 +89,7 @@ describe("refused callbacks change nothing", () => {
     const state = await pendingSession();
     const signed = veriffDecision(state.sessionId, "approved", { spacing: 2 });
     const reserialized = JSON.stringify(JSON.parse(signed));
-    const response = await postCallback(service, reserialized, { "X-AUTH-CLIENT": SANDBOX_KYC_API_KEY, "X-HMAC-SIGNATURE": sign(signed) });
+    const response = await postCallback(service, reserialized, { "X-AUTH-CLIENT": kycCredentials(service).apiKey, "X-HMAC-SIGNATURE": sign(signed, kycCredentials(service).secret) });
     assert.equal(response.status, 401);
     await assertNothingChanged(state);
   });
@@ -97,7 +97,7 @@ describe("refused callbacks change nothing", () => {
   test("a forged screening callback does not flag the user", async () => {
     const state = await pendingSession();
     const body = veriffScreening(state.sessionId, { sanctions: true, pep: true });
-    const response = await postCallback(service, body, { "X-AUTH-CLIENT": SANDBOX_KYC_API_KEY, "X-HMAC-SIGNATURE": sign(body, "guess") });
+    const response = await postCallback(service, body, { "X-AUTH-CLIENT": kycCredentials(service).apiKey, "X-HMAC-SIGNATURE": sign(body, "guess") });
     assert.equal(response.status, 401);
     await assertNothingChanged(state);
   });

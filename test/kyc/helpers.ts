@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { createHmac, randomUUID } from "node:crypto";
-import { SANDBOX_KYC_API_KEY, SANDBOX_KYC_SECRET } from "../../src/kyc/wiring.ts";
 import type { ApiResponse, TestService } from "../support/service.ts";
 
 export interface UserDetail {
@@ -125,7 +124,14 @@ export function veriffScreening(sessionId: string, lists: { pep?: boolean; sanct
   });
 }
 
-export function sign(body: string | Buffer, secret = SANDBOX_KYC_SECRET): string {
+/** The KYC provider credentials the sandbox generated for the service's DATA_DIR. */
+export function kycCredentials(service: TestService): { apiKey: string; secret: string } {
+  const secrets = service.sandboxSecrets;
+  assert.ok(secrets, "the service runs in sandbox");
+  return { apiKey: secrets.kycApiKey, secret: secrets.kycSecret };
+}
+
+export function sign(body: string | Buffer, secret: string): string {
   return createHmac("sha256", secret).update(body).digest("hex");
 }
 
@@ -142,7 +148,8 @@ export async function postCallback(service: TestService, body: string | Buffer, 
 
 /** POSTs a callback signed as the provider signs it (X-AUTH-CLIENT + X-HMAC-SIGNATURE over the raw body). */
 export function postSignedCallback(service: TestService, body: string | Buffer): Promise<{ status: number; body: unknown }> {
-  return postCallback(service, body, { "X-AUTH-CLIENT": SANDBOX_KYC_API_KEY, "X-HMAC-SIGNATURE": sign(body) });
+  const { apiKey, secret } = kycCredentials(service);
+  return postCallback(service, body, { "X-AUTH-CLIENT": apiKey, "X-HMAC-SIGNATURE": sign(body, secret) });
 }
 
 export interface UsageView {

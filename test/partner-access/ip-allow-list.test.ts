@@ -4,13 +4,13 @@ import { assertError, assertStatus } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
 // Three services: one reached over IPv4 loopback, one listening on IPv6 loopback (::1), and one behind
-// a trusted proxy (TRUST_PROXY=true), where the client address is taken from X-Forwarded-For.
+// one trusted proxy (TRUST_PROXY=1), where the client address is taken from X-Forwarded-For.
 let v4: TestService;
 let v6: TestService;
 let proxied: TestService;
 
 before(async () => {
-  [v4, v6, proxied] = await Promise.all([startTestService(), startTestService({ HOST: "::1" }), startTestService({ TRUST_PROXY: "true" })]);
+  [v4, v6, proxied] = await Promise.all([startTestService(), startTestService({ HOST: "::1" }), startTestService({ TRUST_PROXY: "1" })]);
 });
 after(() => Promise.all([v4.close(), v6.close(), proxied.close()]));
 
@@ -84,4 +84,10 @@ test("with TRUST_PROXY the proxy's own address no longer passes for the client",
 test("without TRUST_PROXY X-Forwarded-For is ignored and the connection's address is checked", async () => {
   assertError(await healthWithList(v4, ["198.51.100.7"], { "X-Forwarded-For": "198.51.100.7" }), 403, "IP_NOT_ALLOWED");
   assertStatus(await healthWithList(v4, ["127.0.0.1"], { "X-Forwarded-For": "198.51.100.7" }), 200);
+});
+
+test("with TRUST_PROXY=1 an address the client writes in X-Forwarded-For does not pass the allow-list", async () => {
+  // The client sends "198.51.100.7"; the one proxy appends the address it saw, the last entry.
+  assertError(await healthWithList(proxied, ["198.51.100.7"], { "X-Forwarded-For": "198.51.100.7, 203.0.113.50" }), 403, "IP_NOT_ALLOWED");
+  assertStatus(await healthWithList(proxied, ["203.0.113.50"], { "X-Forwarded-For": "198.51.100.7, 203.0.113.50" }), 200);
 });

@@ -20,7 +20,7 @@ let service: TestService;
 let proxied: TestService;
 
 before(async () => {
-  [service, proxied] = await Promise.all([startTestService(), startTestService({ TRUST_PROXY: "true" })]);
+  [service, proxied] = await Promise.all([startTestService(), startTestService({ TRUST_PROXY: "1" })]);
 });
 beforeEach(() => setClock(30_000));
 after(async () => {
@@ -175,4 +175,12 @@ test("a partner with a valid key is not limited by its address's unauthenticated
   const response = await proxied.api("GET", "/health", { key: partner.apiKey, headers: from });
   assertStatus(response, 200);
   assert.equal(response.headers.get("X-RateLimit-Limit"), "200");
+});
+
+test("with TRUST_PROXY=1 a client cannot dodge its address's window by writing X-Forwarded-For entries", async () => {
+  // Each request claims another origin on the left; the proxy's entry (the last) is the same.
+  for (let i = 0; i < 50; i += 1) {
+    assertError(await proxied.api("GET", "/health", { headers: { "X-Forwarded-For": `10.9.${i}.1, 198.51.100.61` } }), 401, "MISSING_API_KEY");
+  }
+  assertError(await proxied.api("GET", "/health", { headers: { "X-Forwarded-For": "10.9.200.1, 198.51.100.61" } }), 429, "RATE_LIMITED");
 });

@@ -539,9 +539,59 @@ async function disputesView(view) {
   every(5_000, draw);
 }
 
+function holdActions(order, onDone) {
+  const note = h("input", { name: "note", placeholder: "Why (kept on the order's timeline)", maxlength: "2000" });
+  const decide = (decision) =>
+    h(
+      "button",
+      {
+        type: "button",
+        onclick: () => {
+          if (!confirm(`${decision} the held order ${order.id}?`)) return;
+          void act(async () => {
+            await api("POST", `/orders/${encodeURIComponent(order.id)}/review`, { decision, note: note.value.trim() || undefined });
+            notify(`Hold on ${order.id} decided: ${decision}.`);
+            await onDone();
+          });
+        },
+      },
+      decision === "RELEASE" ? "Release to the buyer" : "Refund the seller",
+    );
+  return h("div", { class: "hold-actions", "data-order-id": order.id }, note, decide("RELEASE"), decide("REFUND"));
+}
+
 async function highRiskView(view) {
   const page = await api("GET", "/orders?amlRiskLevel=HIGH&limit=100");
+  const held = await api("GET", "/orders?review=SANCTIONS_HOLD&limit=100");
   await refreshBadges();
+  view.append(
+    h(
+      "section",
+      { class: "card", id: "sanctions-hold-queue" },
+      h("h2", {}, "Sanctions holds"),
+      h("p", { class: "muted" }, "Orders whose buyer wallet was on the sanctions list when it locked. No release is sent until you decide."),
+      held.orders.length === 0
+        ? h("p", { class: "muted" }, "No orders held.")
+        : h(
+            "div",
+            {},
+            ...held.orders.map((order) =>
+              h(
+                "article",
+                { class: "card", "data-order-id": order.id },
+                h("h3", {}, orderLink(order.id), ` · ${usdc(order.amount)} · ${order.partnerName} / ${order.partnerUserRef} · ${order.status}`),
+                h(
+                  "p",
+                  {},
+                  `Buyer ${order.sanctionsHold.buyerWallet} (${order.sanctionsHold.listEntry ?? "listed"}); `,
+                  order.sanctionsHold.paymentVerifiedAt ? `payment verified ${order.sanctionsHold.paymentVerifiedAt}.` : "no payment verified yet.",
+                ),
+                holdActions(order, () => route()),
+              ),
+            ),
+          ),
+    ),
+  );
   view.append(
     h(
       "section",
@@ -642,6 +692,8 @@ async function partnersView(view) {
                 h("a", { href: `#/orders?partnerId=${encodeURIComponent(partner.id)}` }, "orders"),
                 " · ",
                 h("a", { href: `#/revenue?partnerId=${encodeURIComponent(partner.id)}` }, "revenue"),
+                " · ",
+                h("a", { href: `#/audit?partnerId=${encodeURIComponent(partner.id)}` }, "audit log"),
               ),
             );
           }),
@@ -783,6 +835,47 @@ async function revenueView(view, params) {
   await draw();
 }
 
+// ---------------------------------------------------------------- audit log
+
+/** One partner's audit log: every change by its members (dashboard) or by operators (this console, the admin API). */
+async function auditView(view, params) {
+  const partnerId = params.get("partnerId") ?? "";
+  const partner = await api("GET", `/partners/${encodeURIComponent(partnerId)}`);
+  const page = await api("GET", `/partners/${encodeURIComponent(partnerId)}/audit-log?limit=100`);
+  const details = (entry) =>
+    Object.entries(entry.details ?? {})
+      .map(([name, value]) => `${name}: ${JSON.stringify(value)}`)
+      .join("; ") || "—";
+  view.append(
+    h(
+      "section",
+      { class: "card" },
+      h("h2", {}, `Audit log of ${partner.name}`),
+      h(
+        "table",
+        { id: "audit-table" },
+        h("thead", {}, h("tr", {}, ["When", "What", "Who", "From", "Details"].map((title) => h("th", {}, title)))),
+        h(
+          "tbody",
+          {},
+          page.entries.map((entry) =>
+            h(
+              "tr",
+              { "data-action": entry.action },
+              h("td", {}, when(entry.at)),
+              h("td", {}, h("code", {}, entry.action)),
+              h("td", {}, entry.actor.type === "OPERATOR" ? "operator" : `${entry.actor.email} (member)`),
+              h("td", {}, entry.address ?? "—"),
+              h("td", {}, details(entry)),
+            ),
+          ),
+        ),
+      ),
+      h("p", { class: "muted" }, `${page.total} entries`),
+    ),
+  );
+}
+
 // ---------------------------------------------------------------- routing
 
 async function route() {
@@ -803,6 +896,7 @@ async function route() {
     else if (name === "partners") await partnersView(view);
     else if (name === "deliveries") await deliveriesView(view, params);
     else if (name === "revenue") await revenueView(view, params);
+    else if (name === "audit") await auditView(view, params);
     else await overviewView(view);
     if (name !== "overview" && name !== "disputes" && name !== "high-risk") await refreshBadges();
   } catch (error) {

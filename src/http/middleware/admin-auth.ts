@@ -1,17 +1,33 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type Koa from "koa";
-import { UnauthorizedError } from "../../domain/errors.ts";
+import type { Queryable } from "../../db/pool.ts";
+import { RateLimitedError, UnauthorizedError } from "../../domain/errors.ts";
 import type { AppState } from "../context.ts";
+import { countRequest, readWindow } from "./rate-limit.ts";
 
 const digest = (value: string) => createHash("sha256").update(value).digest();
 
-/** `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. */
-export function adminAuth(adminToken: string): Koa.Middleware<AppState> {
+/** Failed admin authentications allowed per client address per minute; past it even the right token waits. */
+export const ADMIN_AUTH_FAILURES_PER_MINUTE = 10;
+
+/**
+ * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. Failures
+ * are counted per client address in the shared rate-limit windows (decisions section 19): an address
+ * past the limit gets 429 without its token being compared, so the token cannot be guessed at speed.
+ */
+export function adminAuth(adminToken: string, db: Queryable): Koa.Middleware<AppState> {
   const expected = digest(adminToken);
   return async (ctx, next) => {
+    const bucket = `admin-auth-failures:${ctx.ip}`;
+    const failures = await readWindow(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
+    if (failures.exceeded) throw new RateLimitedError(failures.retryAfterSeconds);
     // The scheme name is case-insensitive (RFC 9110 section 11.1).
     const match = /^Bearer +(\S+) *$/i.exec(ctx.get("Authorization"));
-    if (!match || !timingSafeEqual(digest(match[1]!), expected)) throw new UnauthorizedError();
+    if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
+      const counted = await countRequest(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
+      if (counted.exceeded) throw new RateLimitedError(counted.retryAfterSeconds);
+      throw new UnauthorizedError();
+    }
     await next();
   };
 }

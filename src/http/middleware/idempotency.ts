@@ -18,7 +18,8 @@ function requestHash(ctx: Koa.ParameterizedContext<AppState>): string {
  * `Idempotency-Key` (decisions section 11): the first request with a key is recorded before it runs;
  * a repeat within 24 hours with the same method, path and body gets the first response replayed
  * (waiting while the first is still running); a different body gets 409 IDEMPOTENCY_KEY_REUSED.
- * 5xx responses are not kept, so the partner can retry them.
+ * 5xx responses are not kept, so the partner can retry them. The first response's body is serialised
+ * here, once: those exact bytes are sent and kept (a TEXT column), and a replay sends them again.
  */
 export function idempotency(pool: Pool): Koa.Middleware<AppState> {
   return async (ctx, next) => {
@@ -31,7 +32,7 @@ export function idempotency(pool: Pool): Koa.Middleware<AppState> {
     const claimed = await pool.query(
       `INSERT INTO idempotency_keys (partner_id, key, request_hash) VALUES ($1, $2, $3)
        ON CONFLICT (partner_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = NULL,
-         response_body = NULL, created_at = now()
+         response_body = NULL, response_text = NULL, created_at = now()
        WHERE idempotency_keys.created_at < now() - make_interval(hours => ${RETENTION_HOURS})
        RETURNING key`,
       [partnerId, key, hash],
@@ -39,8 +40,8 @@ export function idempotency(pool: Pool): Koa.Middleware<AppState> {
     if (claimed.rowCount === 0) {
       const deadline = Date.now() + IN_FLIGHT_WAIT_MS;
       for (;;) {
-        const { rows } = await pool.query<{ request_hash: string; response_status: number | null; response_body: unknown }>(
-          "SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE partner_id = $1 AND key = $2",
+        const { rows } = await pool.query<{ request_hash: string; response_status: number | null; response_body: unknown; response_text: string | null }>(
+          "SELECT request_hash, response_status, response_body, response_text FROM idempotency_keys WHERE partner_id = $1 AND key = $2",
           [partnerId, key],
         );
         const previous = rows[0];
@@ -48,7 +49,9 @@ export function idempotency(pool: Pool): Koa.Middleware<AppState> {
         if (previous.request_hash !== hash) throw new IdempotencyKeyReusedError();
         if (previous.response_status !== null) {
           ctx.status = previous.response_status;
-          ctx.body = previous.response_body;
+          ctx.type = "application/json";
+          // (response_body: a row written before response_text existed.)
+          ctx.body = previous.response_text ?? JSON.stringify(previous.response_body ?? null);
           ctx.set("Idempotent-Replayed", "true");
           return;
         }
@@ -65,16 +68,20 @@ export function idempotency(pool: Pool): Koa.Middleware<AppState> {
         await pool.query("DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2", [partnerId, key]);
       } else {
         const { code, message } = error as { code?: string; message?: string };
+        // The body errorResponses() will send for it (http/errors.ts), serialised as Koa serialises it.
         await pool.query(
-          "UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE partner_id = $1 AND key = $2",
+          "UPDATE idempotency_keys SET response_status = $3, response_text = $4 WHERE partner_id = $1 AND key = $2",
           [partnerId, key, status, JSON.stringify({ error: code, message })],
         );
       }
       throw error;
     }
+    const text = JSON.stringify(ctx.body ?? null);
+    ctx.type = "application/json";
+    ctx.body = text; // sent as kept: the bytes a replay sends
     await pool.query(
-      "UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE partner_id = $1 AND key = $2",
-      [partnerId, key, ctx.status, JSON.stringify(ctx.body ?? null)],
+      "UPDATE idempotency_keys SET response_status = $3, response_text = $4 WHERE partner_id = $1 AND key = $2",
+      [partnerId, key, ctx.status, text],
     );
   };
 }

@@ -15,6 +15,9 @@ import { effectiveLimits, findPartnerByKeyHash } from "../../partners/partners.t
 import type { AppState } from "../context.ts";
 import { countRequest, rateLimitClock } from "./rate-limit.ts";
 
+/** The rate-limit bucket of a partner's API requests. */
+export const partnerRateBucket = (partnerId: string) => `partner:${partnerId}`;
+
 /**
  * Partner authentication and rate limiting for /api/v1, in the order of decisions section 3:
  * MISSING_API_KEY, INVALID_API_KEY, PARTNER_INACTIVE, PARTNER_SUSPENDED, IP_NOT_ALLOWED, RATE_LIMITED.
@@ -30,7 +33,7 @@ export function partnerAuth(db: Queryable): Koa.Middleware<AppState> {
 
     const now = rateLimitClock.now();
     const window = authenticated
-      ? await countRequest(db, `partner:${partner.id}`, effectiveLimits(partner).requestsPerMinute, now)
+      ? await countRequest(db, partnerRateBucket(partner.id), effectiveLimits(partner).requestsPerMinute, now)
       : await countRequest(db, `ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE, now);
     ctx.set("X-RateLimit-Limit", String(window.limit));
     ctx.set("X-RateLimit-Remaining", String(window.remaining));

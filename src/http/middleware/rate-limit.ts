@@ -27,7 +27,33 @@ export async function countRequest(db: Queryable, bucket: string, limit: number,
      RETURNING count`,
     [bucket, new Date(windowStart)],
   );
-  const count = rows[0]!.count;
+  return windowOf(rows[0]!.count, limit, windowStart, now);
+}
+
+/**
+ * The current window of a bucket without counting this request: `exceeded` once the limit is used up.
+ * For limits on failures, which are counted only when they happen.
+ */
+export async function readWindow(db: Queryable, bucket: string, limit: number, now = Date.now()): Promise<RateLimitWindow> {
+  const windowStart = Math.floor(now / 60_000) * 60_000;
+  const { rows } = await db.query<{ count: number }>("SELECT count FROM rate_limit_windows WHERE bucket = $1 AND window_start = $2", [
+    bucket,
+    new Date(windowStart),
+  ]);
+  return windowOf((rows[0]?.count ?? 0) + 1, limit, windowStart, now);
+}
+
+/** What a bucket's current window has counted so far, without counting (the dashboard's usage figures). */
+export async function windowUsage(db: Queryable, bucket: string, limit: number, now = Date.now()): Promise<{ used: number; limit: number; resetAt: number }> {
+  const windowStart = Math.floor(now / 60_000) * 60_000;
+  const { rows } = await db.query<{ count: number }>("SELECT count FROM rate_limit_windows WHERE bucket = $1 AND window_start = $2", [
+    bucket,
+    new Date(windowStart),
+  ]);
+  return { used: rows[0]?.count ?? 0, limit, resetAt: (windowStart + 60_000) / 1000 };
+}
+
+function windowOf(count: number, limit: number, windowStart: number, now: number): RateLimitWindow {
   const resetAt = (windowStart + 60_000) / 1000;
   return {
     limit,

@@ -19,7 +19,7 @@ export function requestContext(logger: Logger): Koa.Middleware<AppState> {
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.log.info(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, partnerId: ctx.state.partner?.id },
+        { method: ctx.method, path: ctx.state.logPath ?? ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, partnerId: ctx.state.partner?.id },
         "request",
       );
     }

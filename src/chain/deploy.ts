@@ -28,6 +28,9 @@ export const SERVICE_ROLE: Hex = keccak256(toBytes("SERVICE_ROLE"));
 export const ARBITER_ROLE: Hex = keccak256(toBytes("ARBITER_ROLE"));
 export const DEFAULT_ADMIN_ROLE: Hex = `0x${"00".repeat(32)}`;
 
+/** Default REFUND_GRACE_SECONDS of the escrow (decisions 19). */
+export const DEFAULT_REFUND_GRACE_SECONDS = 3600;
+
 /** What deployContracts writes to the deployment file (JSON) and returns. */
 export interface Deployment {
   chainId: number;
@@ -41,14 +44,18 @@ export interface Deployment {
 
 export interface DeployOptions {
   rpcUrl: string;
-  /** Deploys, pays gas and keeps DEFAULT_ADMIN_ROLE on the escrow. */
+  /** Deploys and pays gas; holds DEFAULT_ADMIN_ROLE only while deploying, then renounces it (keeps no role). */
   deployerPrivateKey: Hex;
+  /** Receives DEFAULT_ADMIN_ROLE (ADMIN_ADDRESS: a multisig in production); must not be the deployer. */
+  adminAddress: Address;
   /** Granted SERVICE_ROLE (signs order terms, confirms payments, cancels). */
   serviceAddress: Address;
   /** Granted ARBITER_ROLE (resolves disputes). */
   arbiterAddress: Address;
   /** Receives the service's revenue share of partner fees. */
   treasuryAddress: Address;
+  /** The escrow's REFUND_GRACE_SECONDS (immutable); default 3600. */
+  refundGraceSeconds?: number;
   /** An existing USDC token; when absent a TestUSDC is deployed (sandbox only). */
   usdcAddress?: Address;
   /** Where to write the deployment JSON (directories are created); not written when absent. */
@@ -101,11 +108,15 @@ export async function compileContracts(options: { quiet?: boolean } = {}): Promi
 
 /**
  * Deploys TestUSDC (unless usdcAddress is given) and OfframpEscrow, grants SERVICE_ROLE and
- * ARBITER_ROLE, allow-lists the USDC token, waits for every receipt, and writes the deployment file.
+ * ARBITER_ROLE, allow-lists the USDC token, hands DEFAULT_ADMIN_ROLE to adminAddress and renounces
+ * the deployer's, checks on chain that the deployer holds no role left, waits for every receipt, and
+ * writes the deployment file. Refuses a deployer that is also the admin, the service or the arbiter
+ * (it would keep a role).
  */
 export async function deployContracts(options: DeployOptions): Promise<Deployment> {
   const log = options.log ?? (() => {});
   for (const [name, value] of [
+    ["adminAddress", options.adminAddress],
     ["serviceAddress", options.serviceAddress],
     ["arbiterAddress", options.arbiterAddress],
     ["treasuryAddress", options.treasuryAddress],
@@ -116,7 +127,21 @@ export async function deployContracts(options: DeployOptions): Promise<Deploymen
     }
   }
 
+  const refundGraceSeconds = options.refundGraceSeconds ?? DEFAULT_REFUND_GRACE_SECONDS;
+  if (!Number.isSafeInteger(refundGraceSeconds) || refundGraceSeconds < 0 || refundGraceSeconds > 30 * 86_400) {
+    throw new Error(`deployContracts: refundGraceSeconds must be an integer from 0 to 2592000 (30 days): ${String(options.refundGraceSeconds)}`);
+  }
+
   const account = privateKeyToAccount(options.deployerPrivateKey);
+  for (const [name, value] of [
+    ["adminAddress", options.adminAddress],
+    ["serviceAddress", options.serviceAddress],
+    ["arbiterAddress", options.arbiterAddress],
+  ] as const) {
+    if (getAddress(value) === account.address) {
+      throw new Error(`deployContracts: ${name} is the deployer's address; the deployer must keep no role`);
+    }
+  }
   const transport = options.transport ?? http(options.rpcUrl);
   const pollingInterval = options.pollingIntervalMs ?? 250;
   const publicClient = createPublicClient({ transport, pollingInterval });
@@ -147,7 +172,7 @@ export async function deployContracts(options: DeployOptions): Promise<Deploymen
   const escrowHash = await wallet.deployContract({
     abi: escrowAbi,
     bytecode: escrow.bytecode,
-    args: [account.address, getAddress(options.treasuryAddress)],
+    args: [account.address, getAddress(options.treasuryAddress), BigInt(refundGraceSeconds)],
   });
   const escrowReceipt = await waitFor(publicClient, escrowHash, "OfframpEscrow deployment");
   const escrowAddress = escrowReceipt.contractAddress;
@@ -162,10 +187,22 @@ export async function deployContracts(options: DeployOptions): Promise<Deploymen
       "allow-list USDC",
       () => wallet.writeContract({ address: escrowAddress, abi: escrowAbi, functionName: "setTokenAllowed", args: [usdcAddress, true] }),
     ],
+    ["grant DEFAULT_ADMIN_ROLE to the admin", grant(DEFAULT_ADMIN_ROLE, options.adminAddress)],
+    [
+      "the deployer renounces DEFAULT_ADMIN_ROLE",
+      () => wallet.writeContract({ address: escrowAddress, abi: escrowAbi, functionName: "renounceRole", args: [DEFAULT_ADMIN_ROLE, account.address] }),
+    ],
   ];
   for (const [what, send] of steps) {
     await waitFor(publicClient, await send(), what);
     log(`${what}: done`);
+  }
+  // The hand-over is checked on chain, not assumed: the admin holds the admin role, the deployer nothing.
+  const hasRole = (role: Hex, who: Address) =>
+    publicClient.readContract({ address: escrowAddress, abi: escrowAbi, functionName: "hasRole", args: [role, who] });
+  if (!(await hasRole(DEFAULT_ADMIN_ROLE, getAddress(options.adminAddress)))) throw new Error("deployContracts: the admin did not get DEFAULT_ADMIN_ROLE");
+  for (const role of [DEFAULT_ADMIN_ROLE, SERVICE_ROLE, ARBITER_ROLE]) {
+    if (await hasRole(role, account.address)) throw new Error(`deployContracts: the deployer still holds role ${role}`);
   }
 
   const deployment: Deployment = {

@@ -1,6 +1,6 @@
 import { createPublicClient, createWalletClient, defineChain, http, type Address, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { escrowAbi, escrowEip712Domain, escrowOrderStatus, orderTermsTypes } from "./escrow-abi.ts";
+import { escrowAbi, escrowEip712Domain, escrowOrderStatus, lockPermitTypes, orderTermsTypes } from "./escrow-abi.ts";
 
 export interface ChainSettings {
   rpcUrl: string;
@@ -22,6 +22,26 @@ export interface OrderTerms {
   depositDeadline: bigint;
   listingWindow: bigint;
   lockWindow: bigint;
+}
+
+/**
+ * The service's admission of one buyer wallet to lock one order (EIP-712 `LockPermit`, types in
+ * escrow-abi.ts `lockPermitTypes`): the buyer's wallet passes it with the signature to the escrow's
+ * `lock(permit, signature)`, which accepts it only from `buyer`, until `deadline` (Unix seconds,
+ * included), signed by a SERVICE_ROLE key.
+ */
+export interface LockPermit {
+  orderId: Hex;
+  buyer: Address;
+  deadline: bigint;
+}
+
+/** How long a lock permit stays valid (decisions 17: 2 minutes). */
+export const LOCK_PERMIT_TTL_SECONDS = 120;
+
+/** The deadline of a permit issued at `now`: now + LOCK_PERMIT_TTL_SECONDS, in Unix seconds. */
+export function lockPermitDeadline(now: Date = new Date()): bigint {
+  return BigInt(Math.floor(now.getTime() / 1000) + LOCK_PERMIT_TTL_SECONDS);
 }
 
 export type EscrowStatus = (typeof escrowOrderStatus)[number];
@@ -50,6 +70,17 @@ export function createEscrowGateway(settings: ChainSettings) {
 
     signTerms(terms: OrderTerms): Promise<Hex> {
       return service.signTypedData({ domain, types: orderTermsTypes, primaryType: "OrderTerms", message: terms });
+    },
+
+    /** The service's EIP-712 signature of a lock permit, in this escrow's domain. */
+    signLockPermit(permit: LockPermit): Promise<Hex> {
+      return service.signTypedData({ domain, types: lockPermitTypes, primaryType: "LockPermit", message: permit });
+    },
+
+    /** The escrow's effective lock expiry (Unix seconds; moved by pauses), or null when not Locked. */
+    async lockExpiryOf(orderId: Hex): Promise<bigint | null> {
+      const expiry = await publicClient.readContract({ address: settings.escrowAddress, abi: escrowAbi, functionName: "lockExpiryOf", args: [orderId] });
+      return expiry === 0n ? null : expiry;
     },
 
     async escrowStatus(orderId: Hex): Promise<EscrowStatus> {

@@ -15,8 +15,10 @@ const hardhatCli = path.join(repoRoot, "node_modules/hardhat/dist/src/cli.js");
 /**
  * The well-known Hardhat development accounts (mnemonic "test test ... junk", each funded with
  * 10,000 ETH on a local node). Public knowledge: never use them on a real chain.
- * Index 0 deploys and holds DEFAULT_ADMIN_ROLE, 1 is the service signer (SERVICE_ROLE), 2 the arbiter
- * (ARBITER_ROLE), 3 the treasury; 4 and up are sandbox wallets (sellers and buyers).
+ * Index 0 deploys (and keeps no role), 1 is the service signer (SERVICE_ROLE), 2 the arbiter
+ * (ARBITER_ROLE), 3 the treasury; 4 to 9 are sandbox wallets (sellers and buyers); 10 is the escrow's
+ * admin (DEFAULT_ADMIN_ROLE: pause, roles, allow-list, treasury, stray-token recovery), a key of its
+ * own, never a sandbox wallet, as ADMIN_ADDRESS is a multisig of its own outside the sandbox.
  */
 export const devAccounts = [
   {
@@ -79,15 +81,21 @@ export const devAccounts = [
     address: "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
     privateKey: "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6",
   },
+  {
+    index: 10,
+    role: "admin",
+    address: "0xBcd4042DE499D14e55001CcbB24a551F3b954096",
+    privateKey: "0xf214f2b2cd398c806f84e317254e0f0b801d0643303237d97a22a48e01628897",
+  },
 ] as const satisfies readonly { index: number; role: string; address: Address; privateKey: Hex }[];
 
 export type DevAccount = (typeof devAccounts)[number];
 
 /** Indices into devAccounts by role. */
-export const DEV_ACCOUNT = { deployer: 0, service: 1, arbiter: 2, treasury: 3, firstSandbox: 4 } as const;
+export const DEV_ACCOUNT = { deployer: 0, service: 1, arbiter: 2, treasury: 3, firstSandbox: 4, admin: 10 } as const;
 
-/** The sandbox sellers' and buyers' wallets (devAccounts 4 and up). */
-export const sandboxAccounts: readonly DevAccount[] = devAccounts.slice(DEV_ACCOUNT.firstSandbox);
+/** The sandbox sellers' and buyers' wallets (devAccounts 4 to 9). */
+export const sandboxAccounts: readonly DevAccount[] = devAccounts.filter((account) => account.role === "sandbox");
 
 export interface LocalChainOptions {
   /** TCP port; 0 picks a free one (read back from the node's output). Default 8545. */

@@ -5,6 +5,7 @@ import { newId } from "../domain/ids.ts";
 import type { Logger } from "../logger.ts";
 import { disputeOutcome, escrowAbi } from "./escrow-abi.ts";
 import type { EscrowGateway, EscrowStatus } from "./escrow-gateway.ts";
+import { withSignerLock } from "./wallet-sends.ts";
 
 /** The escrow calls the service makes, who signs each, and the on-chain status each requires. */
 const ACTIONS = {
@@ -99,18 +100,6 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     }
   };
 
-  /** One sender per signer at a time (session advisory lock), so nonces never collide across instances. */
-  const withSignerLock = async <T>(signer: PrivateKeyAccount, work: () => Promise<T>): Promise<T> => {
-    const client = await pool.connect();
-    try {
-      await client.query("SELECT pg_advisory_lock(hashtext($1))", [`signer:${signer.address.toLowerCase()}`]);
-      return await work();
-    } finally {
-      await client.query("SELECT pg_advisory_unlock(hashtext($1))", [`signer:${signer.address.toLowerCase()}`]).catch(() => undefined);
-      client.release();
-    }
-  };
-
   const onChain = async (hash: Hash) => {
     const receipt = await gateway.publicClient.getTransactionReceipt({ hash }).catch(() => undefined);
     if (receipt) return { receipt } as const;
@@ -147,7 +136,8 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
       if (first.status === "MINED" || first.status === "REVERTED" || first.status === "SKIPPED") return first.status;
       const account = accounts[ACTIONS[first.action].signer];
 
-      const hash = await withSignerLock(account, async (): Promise<Hash | "SKIPPED"> => {
+      // One sender per signer at a time (src/chain/wallet-sends.ts), so nonces never collide across instances.
+      const hash = await withSignerLock(pool, account.address, async (): Promise<Hash | "SKIPPED"> => {
         const row = await load(id);
         if (row.tx_hash && row.raw_tx) {
           const seen = await onChain(row.tx_hash);

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +29,8 @@ interface Printed {
   apiKey: string;
   webhookSecret: string;
   escrow: string;
+  ownerEmail: string;
+  ownerPassword: string;
 }
 
 interface Started {
@@ -78,6 +80,8 @@ async function launch(extra: Record<string, string>): Promise<Started> {
     apiKey: field(text, "Demo API key"),
     webhookSecret: field(text, "Webhook secret"),
     escrow: field(text, "Escrow"),
+    ownerEmail: field(text, "Demo owner").split(" ")[0]!,
+    ownerPassword: field(text, "Owner password"),
   };
   return { child, printed, output: () => text, exited };
 }
@@ -206,13 +210,17 @@ async function waitForStatus(printed: Printed, orderId: string, status: string):
 }
 
 /**
- * A temporary DATA_DIR. mkdtemp makes it 0700; run as root, the embedded PostgreSQL runs as an
- * unprivileged user that must be able to enter it.
+ * A temporary DATA_DIR as `mktemp -d` makes it: mode 0700, private to the user (decisions section 1).
+ * Run as root, the embedded PostgreSQL's user cannot enter it, so its cluster lives elsewhere, linked
+ * from DATA_DIR/postgres: removed with the folder.
  */
 async function temporaryDataDir(): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "offramp-start-"));
-  await chmod(dir, 0o755);
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  cleanups.push(async () => {
+    const cluster = await realpath(path.join(dir, "postgres")).catch(() => undefined);
+    if (cluster && !cluster.startsWith(`${dir}${path.sep}`)) await rm(path.dirname(cluster), { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
+  });
   return dir;
 }
 
@@ -247,6 +255,15 @@ describe("npm start", () => {
     assert.equal(health.body.partner, "Demo Partner");
     const partners = await fetch(`${printed.base}/admin/v1/partners`, { headers: { Authorization: `Bearer ${printed.adminToken}` } });
     assert.equal(partners.status, 200);
+    // The demo partner's dashboard owner signs in with the printed email and password.
+    assert.match(first.output(), /Partner dashboard +http:\/\/\S+\/dashboard\n/);
+    const signIn = await fetch(`${printed.base}/dashboard/v1/session`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ email: printed.ownerEmail, password: printed.ownerPassword }),
+    });
+    assert.equal(signIn.status, 201);
+    assert.equal(((await signIn.json()) as { member: { role: string } }).member.role, "OWNER");
 
     // The credentials file: owner-only, and what was printed.
     const stateFile = path.join(dataDir, "sandbox.json");
@@ -272,6 +289,7 @@ describe("npm start", () => {
     assert.equal(second.printed.apiKey, printed.apiKey);
     assert.equal(second.printed.webhookSecret, printed.webhookSecret);
     assert.equal(second.printed.adminToken, printed.adminToken);
+    assert.deepEqual([second.printed.ownerEmail, second.printed.ownerPassword], [printed.ownerEmail, printed.ownerPassword]);
     assert.equal(second.printed.escrow, printed.escrow, "the local deployment lands at the same address");
     const again = await api<{ partnerUserRef: string; orderCount: number }>(second.printed, "GET", `/users/${ref}`);
     assert.equal(again.status, 200);

@@ -39,8 +39,14 @@ export interface TradeStack extends Omit<ChainStack, "close"> {
   close(): Promise<void>;
 }
 
+/** What a test may choose about the escrow's deployment. */
+export interface ChainStackOptions {
+  /** The escrow's REFUND_GRACE_SECONDS (default the deploy's, 3600). */
+  refundGraceSeconds?: number;
+}
+
 /** A Hardhat node with the escrow deployed and Ponder indexing it into a fresh test database. */
-export async function startChainStack(): Promise<ChainStack> {
+export async function startChainStack(options: ChainStackOptions = {}): Promise<ChainStack> {
   if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
   // Everything started so far is stopped if a later step fails, so a failed set-up never hangs the run.
   const started: (() => Promise<void>)[] = [];
@@ -53,9 +59,11 @@ export async function startChainStack(): Promise<ChainStack> {
     const deployment = await deployContracts({
       rpcUrl: chain.rpcUrl,
       deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
       serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
       arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
       treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+      ...(options.refundGraceSeconds !== undefined ? { refundGraceSeconds: options.refundGraceSeconds } : {}),
     });
     const database = await createTestDatabase();
     started.push(() => database.drop());
@@ -90,8 +98,8 @@ export async function startChainStack(): Promise<ChainStack> {
  * The real thing for trade tests: the chain stack plus the service consuming Ponder's events, and an
  * ENTERPRISE partner. `env` sets the service's configuration.
  */
-export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}): Promise<TradeStack> {
-  const chainStack = await startChainStack();
+export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}, chainOptions: ChainStackOptions = {}): Promise<TradeStack> {
+  const chainStack = await startChainStack(chainOptions);
   try {
     const service = await startTestService(env, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
     try {

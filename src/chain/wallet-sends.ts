@@ -1,0 +1,89 @@
+// One wallet's transactions, one at a time. A nonce is the wallet's count of transactions, so two sends
+// from one wallet that read it at the same moment sign the same nonce and one of them fails ("nonce too
+// low"). Every send from a wallet the service holds (the service signer, the arbiter, the sandbox
+// wallets) therefore runs its nonce read, signing and broadcast under that wallet's lock: a queue in this
+// process, then a PostgreSQL advisory lock shared by every instance on the database (decisions sections
+// 13 and 14: sandbox helpers called for many orders at once, several instances on one chain). The lock
+// is held only until the node has taken the transaction (its pending count then includes it), not while
+// it is mined, so many orders' sends follow each other closely.
+import { BaseError, keccak256, type Address, type Hash, type Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import type { Pool } from "../db/pool.ts";
+import type { EscrowGateway } from "./escrow-gateway.ts";
+
+const queues = new Map<string, Promise<unknown>>();
+
+/** Runs `work` after every earlier call for `key` in this process has finished. */
+function inProcessTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
+  const previous = queues.get(key) ?? Promise.resolve();
+  const run = previous.then(work, work);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(key, settled);
+  void settled.then(() => {
+    if (queues.get(key) === settled) queues.delete(key);
+  });
+  return run;
+}
+
+/**
+ * `work` alone among every sender of `address`: in this process (a queue, so waiting costs no database
+ * session) and across instances (a session advisory lock on one pooled connection).
+ */
+export function withSignerLock<T>(pool: Pool, address: Address, work: () => Promise<T>): Promise<T> {
+  const key = `signer:${address.toLowerCase()}`;
+  return inProcessTurn(key, async () => {
+    const client = await pool.connect();
+    let locked = false;
+    try {
+      await client.query("SELECT pg_advisory_lock(hashtext($1))", [key]);
+      locked = true;
+      return await work();
+    } finally {
+      // A session whose unlock fails is closed rather than returned to the pool, so it cannot keep the lock.
+      const unlocked = locked ? await client.query("SELECT pg_advisory_unlock(hashtext($1))", [key]).then(() => true, () => false) : true;
+      client.release(!unlocked);
+    }
+  });
+}
+
+/** The node refused the transaction because its nonce is taken (a sender outside these locks). */
+function isNonceConflict(error: unknown): boolean {
+  const text = error instanceof BaseError ? `${error.shortMessage} ${error.details ?? ""}` : String((error as Error)?.message ?? error);
+  return /nonce too low|nonce has already been used|already known|replacement transaction underpriced|nonce.*(taken|conflict)/i.test(text);
+}
+
+export interface WalletCall {
+  to: Address;
+  data: Hex;
+}
+
+/**
+ * Sends `call` from `account` under its signer lock and returns the hash once the node has taken it
+ * (not mined: wait for the receipt). A revert shows at gas estimation and is thrown as viem reports it,
+ * with no nonce used. Should another sender outside these locks take the nonce first, it signs again
+ * with the next one (a few times), unless the node already has this very transaction.
+ */
+export async function sendFromWallet(deps: { pool: Pool; gateway: EscrowGateway }, account: PrivateKeyAccount, call: WalletCall): Promise<Hash> {
+  const { gateway } = deps;
+  const wallet = gateway.walletClient(account);
+  return withSignerLock(deps.pool, account.address, async () => {
+    for (let attempt = 1; ; attempt += 1) {
+      const nonce = await gateway.publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+      const request = await wallet.prepareTransactionRequest({ ...call, nonce, chain: gateway.chain });
+      const raw = await wallet.signTransaction(request);
+      const hash = keccak256(raw);
+      try {
+        await gateway.publicClient.sendRawTransaction({ serializedTransaction: raw });
+        return hash;
+      } catch (error) {
+        if (!isNonceConflict(error)) throw error;
+        // A retried request whose first attempt reached the node: the transaction is there already.
+        if (await gateway.publicClient.getTransaction({ hash }).then(() => true, () => false)) return hash;
+        if (attempt >= 5) throw error;
+      }
+    }
+  });
+}

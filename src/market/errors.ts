@@ -1,0 +1,48 @@
+import { OfframpError, STATUS_BY_CODE } from "../domain/errors.ts";
+
+// The market's own error codes (decisions 17), in the one `{ error, message }` shape of http/errors.ts.
+
+STATUS_BY_CODE.ORDER_NOT_AVAILABLE = 409;
+STATUS_BY_CODE.BUYER_SUSPENDED = 403;
+STATUS_BY_CODE.LOCK_LIMIT_REACHED = 403;
+
+/** The order cannot be locked: not ACTIVE, its listing expired, or the buyer is its seller. */
+export class OrderNotAvailableError extends OfframpError {
+  readonly code = "ORDER_NOT_AVAILABLE";
+  readonly status = 409;
+  constructor(message = "The order is not available to lock") {
+    super(message);
+    this.name = this.code;
+  }
+}
+
+export class BuyerSuspendedError extends OfframpError {
+  readonly code = "BUYER_SUSPENDED";
+  readonly status = 403;
+  constructor(message = "The buyer is suspended") {
+    super(message);
+    this.name = this.code;
+  }
+}
+
+export class LockLimitReachedError extends OfframpError {
+  readonly code = "LOCK_LIMIT_REACHED";
+  readonly status = 403;
+  constructor(message = "The buyer holds as many locks as allowed") {
+    super(message);
+    this.name = this.code;
+  }
+}
+
+/**
+ * Sign-in refused (401 INVALID_SIGNATURE): not that wallet's signature, or a message not issued here,
+ * already used or expired. The code is the payment report's (403 there); sign-in answers 401.
+ */
+export class SignInRefusedError extends OfframpError {
+  readonly code = "INVALID_SIGNATURE";
+  readonly status = 401;
+  constructor(message = "The signature or the sign-in message is not valid") {
+    super(message);
+    this.name = this.code;
+  }
+}

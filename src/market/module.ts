@@ -1,0 +1,89 @@
+import type Koa from "koa";
+import type Router from "@koa/router";
+import type { EscrowGateway } from "../chain/escrow-gateway.ts";
+import type { Config } from "../config.ts";
+import type { Pool } from "../db/pool.ts";
+import type { SanctionsList } from "../domain/sanctions.ts";
+import type { RouteGroups, Surface } from "../http/app.ts";
+import type { AppState } from "../http/context.ts";
+import { buildOpenApiDocument } from "../http/openapi.ts";
+import { RouteGroup } from "../http/routes.ts";
+import type { KycProviderClient } from "../integrations/kyc-provider.ts";
+import type { Logger } from "../logger.ts";
+import type { OrderEffectPorts } from "../orders/store.ts";
+import type { CepPortalSimulator } from "../sandbox/simulators/cep-portal.ts";
+import type { KycProviderSimulator } from "../sandbox/simulators/kyc-provider.ts";
+import { adminBuyerRoutes } from "./admin-routes.ts";
+import { buyerSessionGuard } from "./auth.ts";
+import type { BuyerPolicy } from "./buyers.ts";
+import { marketPageRouter } from "./page.ts";
+import { createPermitIssuer, type PermitIssuer } from "./permits.ts";
+import { MARKET_PREFIX, marketRoutes, signInRateLimit } from "./routes.ts";
+import { marketSandboxRoutes, sandboxChainRoutes } from "./sandbox-routes.ts";
+
+export function buyerPolicy(config: Config): BuyerPolicy {
+  return { maxOpenLocks: config.buyerMaxOpenLocks, maxExpiredLocks: config.buyerMaxExpiredLocks, sandbox: config.sandbox };
+}
+
+/** The lock permits both the market route and the sandbox lock helper issue (decisions 13 and 17). */
+export function marketPermits(deps: { config: Config; pool: Pool; gateway: EscrowGateway; sanctions: SanctionsList }): PermitIssuer {
+  return createPermitIssuer({
+    pool: deps.pool,
+    policy: buyerPolicy(deps.config),
+    sanctions: deps.sanctions,
+    chain: { chainId: deps.gateway.settings.chainId, escrowAddress: deps.gateway.settings.escrowAddress, signLockPermit: deps.gateway.signLockPermit },
+  });
+}
+
+/**
+ * The buyer market (issue 14, decisions 17): the API under /market/v1 with its own OpenAPI document,
+ * the admin buyer routes, the sandbox chain and faucet helpers, and the page at /market.
+ */
+export function marketModule(deps: {
+  config: Config;
+  pool: Pool;
+  logger: Logger;
+  gateway: EscrowGateway;
+  permits: PermitIssuer;
+  ports: OrderEffectPorts;
+  kycProvider: Pick<KycProviderClient, "createSession">;
+  kycSimulator: KycProviderSimulator | undefined;
+  cepSimulator: CepPortalSimulator | undefined;
+  indexerSchema: string | undefined;
+}): { surface: Surface; routes: (groups: RouteGroups) => void; pageRouter: Router<AppState> } {
+  const { config, pool } = deps;
+  const policy = buyerPolicy(config);
+  const open = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [signInRateLimit(pool)] });
+  const market = new RouteGroup({ prefix: MARKET_PREFIX, security: "bearer", guards: [buyerSessionGuard(pool)] });
+  const routeDeps = {
+    pool,
+    logger: deps.logger,
+    sandbox: config.sandbox,
+    policy,
+    signIn: { pool, chainId: deps.gateway.settings.chainId, publicClient: deps.gateway.publicClient, policy },
+    issuePermit: deps.permits,
+    ports: deps.ports,
+    kycProvider: deps.kycProvider,
+    indexerSchema: deps.indexerSchema,
+  };
+  marketRoutes(open, market, routeDeps);
+  if (config.sandbox) marketSandboxRoutes(market, { ...routeDeps, kyc: deps.kycSimulator, cep: deps.cepSimulator });
+
+  const document = buildOpenApiDocument({ title: "Offramp market API", version: "1.0.0", serverUrl: MARKET_PREFIX, groups: [open, market] });
+  // The bearer scheme here is the buyer's session token, not the admin token: named for what it is.
+  const named = JSON.parse(JSON.stringify(document).replaceAll('"adminToken"', '"marketSession"')) as typeof document;
+  named.components.securitySchemes = { marketSession: { type: "http", scheme: "bearer", description: "mks_ token from POST /auth/session" } } as never;
+
+  // Sign-in routes first, without a fallback of their own; then the session-guarded routes and the
+  // guarded fallback, so any other path under /market/v1 answers 401 without a session.
+  const openRoutes = open.router.routes() as Koa.Middleware<AppState>;
+  const guarded = market.middleware();
+  return {
+    surface: { documentUrl: `${MARKET_PREFIX}/openapi.json`, document: named, middleware: (ctx, next) => openRoutes(ctx, () => guarded(ctx, next)) },
+    routes: ({ admin, partner }) => {
+      adminBuyerRoutes(admin, { pool, policy, indexerSchema: deps.indexerSchema });
+      if (config.sandbox) sandboxChainRoutes(partner, { gateway: deps.gateway });
+    },
+    pageRouter: marketPageRouter(),
+  };
+}

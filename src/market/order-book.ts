@@ -1,0 +1,86 @@
+import { qualifiedTable } from "../chain/indexer-process.ts";
+import type { Queryable } from "../db/pool.ts";
+import { toJsonNumber } from "../domain/money.ts";
+import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
+import { pricePerUnit } from "../orders/queries.ts";
+
+// The order book (decisions 17): ACTIVE orders of every partner whose listing has not expired, cheapest
+// price per unit first. It shows what a buyer needs to choose, never the CLABE, the partner or the user.
+// Served by the partial index orders_book (migration 1763800000700): the scan walks ACTIVE orders in
+// price order and stops at the page.
+
+export interface OrderBookFilters {
+  minAmount?: number;
+  maxAmount?: number;
+  bankCode?: string;
+  limit: number;
+  offset: number;
+}
+
+interface BookRow {
+  escrow_order_id: string;
+  token: string;
+  amount_usdc: string;
+  total_mxn: string;
+  bank_code: string;
+  expires_at: Date;
+  seller_wallet: string | null;
+}
+
+/** Reputation scores of several accounts as the indexer read them from the chain (absent: the contract's 0). */
+export async function readReputations(db: Queryable, indexerSchema: string | undefined, accounts: string[]): Promise<Map<string, number>> {
+  const scores = new Map<string, number>();
+  const wanted = [...new Set(accounts.map((account) => account.toLowerCase()))];
+  if (!indexerSchema || wanted.length === 0) return scores;
+  try {
+    const { rows } = await db.query<{ account: string; score: string }>(
+      `SELECT account, score FROM ${qualifiedTable(indexerSchema, "reputation")} WHERE account = ANY($1)`,
+      [wanted],
+    );
+    for (const row of rows) scores.set(row.account.toLowerCase(), Number(row.score));
+  } catch (error) {
+    // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
+    if ((error as { code?: string }).code !== "42P01") throw error;
+  }
+  return scores;
+}
+
+export async function orderBook(db: Queryable, indexerSchema: string | undefined, filters: OrderBookFilters, now = new Date()) {
+  const conditions = ["status = 'ACTIVE'", "expires_at > $1"];
+  const values: unknown[] = [now];
+  const add = (sql: string, value: unknown) => {
+    values.push(value);
+    conditions.push(sql.replace("?", `$${values.length}`));
+  };
+  if (filters.minAmount !== undefined) add("amount_usdc >= ?", filters.minAmount);
+  if (filters.maxAmount !== undefined) add("amount_usdc <= ?", filters.maxAmount);
+  if (filters.bankCode !== undefined) add("bank_code = ?", filters.bankCode);
+  const where = `WHERE ${conditions.join(" AND ")}`;
+  const [{ rows }, count] = await Promise.all([
+    db.query<BookRow>(
+      `SELECT escrow_order_id, token, amount_usdc, total_mxn, bank_code, expires_at, seller_wallet FROM orders ${where}
+        ORDER BY (total_mxn / amount_usdc), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+      [...values, filters.limit, filters.offset],
+    ),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values),
+  ]);
+  const reputations = await readReputations(db, indexerSchema, rows.flatMap((row) => (row.seller_wallet ? [row.seller_wallet] : [])));
+  const total = Number(count.rows[0]!.n);
+  return {
+    orders: rows.map((row) => ({
+      escrowOrderId: row.escrow_order_id,
+      token: row.token,
+      amount: toJsonNumber(row.amount_usdc),
+      totalMxn: toJsonNumber(row.total_mxn),
+      pricePerUnit: toJsonNumber(pricePerUnit(row)),
+      bankName: findParticipantByClabePrefix(row.bank_code)?.name ?? row.bank_code,
+      bankCode: row.bank_code,
+      listingExpiresAt: row.expires_at.toISOString(),
+      sellerReputation: row.seller_wallet ? (reputations.get(row.seller_wallet.toLowerCase()) ?? 0) : 0,
+    })),
+    total,
+    limit: filters.limit,
+    offset: filters.offset,
+    hasMore: filters.offset + rows.length < total,
+  };
+}

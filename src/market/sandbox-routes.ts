@@ -1,0 +1,156 @@
+import { formatEther, formatUnits, getAddress, parseEther, parseUnits, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { testUsdcAbi } from "../chain/escrow-abi.ts";
+import type { EscrowGateway } from "../chain/escrow-gateway.ts";
+import { devAccounts, DEV_ACCOUNT } from "../chain/local-node.ts";
+import type { Pool } from "../db/pool.ts";
+import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
+import { money, USDC_DECIMALS } from "../domain/money.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { simulateSpeiPayment } from "../sandbox/payment-routes.ts";
+import type { CepPortalSimulator } from "../sandbox/simulators/cep-portal.ts";
+import { KycSimulatorError, type KycProviderSimulator } from "../sandbox/simulators/kyc-provider.ts";
+import { currentBuyer } from "./auth.ts";
+import { isBuyerKycSession } from "./kyc.ts";
+import { buyerProfile, type MarketRouteDeps } from "./routes.ts";
+import { getTradeRow } from "./trades.ts";
+
+// Sandbox helpers for buyers and developers' own wallets (decisions 13 and 17), registered only when
+// SANDBOX is on: the chain's coordinates, a faucet, the buyer's KYC decision and simulated SPEI transfer.
+
+/**
+ * `GET /api/v1/sandbox/chain` and `POST /api/v1/sandbox/faucet`: what a developer's wallet needs to
+ * trade on the local chain. The faucet sends from the deployer development account (which holds no
+ * role), one transaction at a time, so concurrent calls never race for a nonce.
+ */
+export function sandboxChainRoutes(api: RouteGroup, deps: { gateway: EscrowGateway }): void {
+  const { gateway } = deps;
+  const funder = gateway.walletClient(privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey));
+  let queue: Promise<unknown> = Promise.resolve();
+  const serialised = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = queue.then(work, work);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+  const mined = async (hash: Hex) => {
+    const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
+    if (receipt.status !== "success") throw new InvalidStateError("The transaction reverted on chain");
+    return hash;
+  };
+
+  api.add(
+    {
+      method: "get",
+      path: "/sandbox/chain",
+      tag: "Sandbox",
+      summary: "The local chain: RPC URL, chain id, escrow and test USDC addresses",
+      responses: { 200: { description: "{ rpcUrl, chainId, escrowAddress, usdcAddress }" } },
+    },
+    async (ctx) => {
+      const { rpcUrl, chainId, escrowAddress, usdcAddress } = gateway.settings;
+      ctx.body = { rpcUrl, chainId, escrowAddress, usdcAddress };
+    },
+  );
+
+  api.add<{ address: string; eth?: number; usdc?: number }>(
+    {
+      method: "post",
+      path: "/sandbox/faucet",
+      tag: "Sandbox",
+      summary: "Funds any wallet on the local chain with ETH (default 1) and test USDC (default 1000)",
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["address"],
+        properties: {
+          address: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" },
+          eth: { type: "number", minimum: 0, maximum: 100, "x-maxDecimals": 18 },
+          usdc: { type: "number", minimum: 0, maximum: 1_000_000_000, "x-maxDecimals": USDC_DECIMALS },
+        },
+      },
+      responses: { 200: { description: "{ address, ethTxHash, usdcTxHash, ethBalance, usdcBalance }" } },
+      errors: ["VALIDATION_ERROR"],
+    },
+    async (ctx, { body }) => {
+      const address = getAddress(body.address) as Address;
+      // Plain decimal text: String(1e-18) is "1e-18", which parseEther refuses (a 500 found by npm run fuzz).
+      const eth = parseEther(money(body.eth ?? 1).toFixed());
+      const usdc = parseUnits(money(body.usdc ?? 1000).toFixed(), USDC_DECIMALS);
+      const { ethTxHash, usdcTxHash } = await serialised(async () => ({
+        ethTxHash: eth > 0n ? await mined(await funder.sendTransaction({ to: address, value: eth, chain: gateway.chain })) : null,
+        usdcTxHash:
+          usdc > 0n
+            ? await mined(await funder.writeContract({ address: gateway.settings.usdcAddress, abi: testUsdcAbi, functionName: "mint", args: [address, usdc], chain: gateway.chain }))
+            : null,
+      }));
+      const [ethBalance, usdcBalance] = await Promise.all([
+        gateway.publicClient.getBalance({ address }),
+        gateway.publicClient.readContract({ address: gateway.settings.usdcAddress, abi: testUsdcAbi, functionName: "balanceOf", args: [address] }),
+      ]);
+      ctx.body = { address, ethTxHash, usdcTxHash, ethBalance: formatEther(ethBalance), usdcBalance: formatUnits(usdcBalance, USDC_DECIMALS) };
+    },
+  );
+}
+
+/** `POST /market/v1/sandbox/kyc/:sessionId/decision` and `POST /market/v1/sandbox/trades/:escrowOrderId/spei` (decisions 17). */
+export function marketSandboxRoutes(
+  market: RouteGroup,
+  deps: Pick<MarketRouteDeps, "pool" | "policy" | "indexerSchema"> & { kyc: Pick<KycProviderSimulator, "decide"> | undefined; cep: CepPortalSimulator | undefined },
+): void {
+  const pool: Pool = deps.pool;
+  if (deps.kyc) {
+    const kyc = deps.kyc;
+    market.add<{ result: "APPROVED" | "REJECTED"; isPep?: boolean }>(
+      {
+        method: "post",
+        path: "/sandbox/kyc/:sessionId/decision",
+        tag: "Sandbox",
+        summary: "Sandbox: the simulated KYC provider decides one of the buyer's own sessions",
+        body: { type: "object", additionalProperties: false, required: ["result"], properties: { result: { enum: ["APPROVED", "REJECTED"] }, isPep: { type: "boolean" } } },
+        responses: { 200: { description: "The buyer (as GET /me) once the decision was applied" } },
+        errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "KYC_SESSION_FAILED"],
+      },
+      async (ctx, { body, params }) => {
+        const wallet = currentBuyer(ctx);
+        if (!(await isBuyerKycSession(pool, wallet, params.sessionId!))) throw new NotFoundError("No KYC session of this buyer with this id");
+        try {
+          await kyc.decide(params.sessionId!, body.result, body.isPep === undefined ? {} : { isPep: body.isPep });
+        } catch (error) {
+          if (!(error instanceof KycSimulatorError)) throw error;
+          if (error.code === "SESSION_NOT_FOUND") throw new NotFoundError("The simulated provider has no session with this id");
+          if (error.code === "SESSION_ALREADY_DECIDED") throw new InvalidStateError("The KYC session is already decided");
+          throw new KycSessionFailedError("The simulated provider could not deliver its decision to the service");
+        }
+        ctx.body = await buyerProfile(deps, wallet);
+      },
+    );
+  }
+  if (deps.cep) {
+    const cep = deps.cep;
+    market.add<{ amountMxn?: number; concept?: string }>(
+      {
+        method: "post",
+        path: "/sandbox/trades/:escrowOrderId/spei",
+        tag: "Sandbox",
+        summary: "Sandbox: simulates the buyer's SPEI transfer to the seller's CLABE (not reported)",
+        description: "Optional `amountMxn` (default totalMxn) and `concept` (default the order's payment concept; \"\" for none). Report it with POST /trades/:escrowOrderId/payment.",
+        body: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            amountMxn: { type: "number", exclusiveMinimum: 0, maximum: 1_000_000_000, "x-maxDecimals": 2 },
+            concept: { type: "string", maxLength: 40 },
+          },
+        },
+        responses: { 200: { description: "{ trackingKey, operationDate, senderBankCode, amountMxn, concept }" } },
+        errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
+      },
+      async (ctx, { body, params }) => {
+        const row = await getTradeRow(pool, currentBuyer(ctx), params.escrowOrderId!);
+        if (row.status !== "LOCKED") throw new InvalidStateError(`The trade is ${row.status}; this action needs LOCKED`);
+        const paid = await simulateSpeiPayment(cep, row, body);
+        ctx.body = { trackingKey: paid.trackingKey, operationDate: paid.operationDate, senderBankCode: paid.sender.code, amountMxn: Number(paid.amountMxn), concept: paid.concept };
+      },
+    );
+  }
+}

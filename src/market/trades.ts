@@ -1,0 +1,98 @@
+import type { Queryable } from "../db/pool.ts";
+import { NotFoundError } from "../domain/errors.ts";
+import { toJsonNumber } from "../domain/money.ts";
+import { findParticipantByClabePrefix, findParticipantByCode } from "../domain/spei-participants.ts";
+import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
+import { orderTimeline, type OrderRow, type TimelineEntry } from "../orders/queries.ts";
+
+// A buyer's trades (decisions 17): the orders its wallet locked, with where and how much to pay once
+// locked, its payment report and the order's timeline. Another wallet's trade is indistinguishable from
+// a missing one.
+
+export const TRADE_STATUSES = ORDER_STATUSES;
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+/** The order `escrowOrderId` if `wallet` locked it; NOT_FOUND otherwise. */
+export async function getTradeRow(db: Queryable, wallet: string, escrowOrderId: string): Promise<OrderRow> {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(escrowOrderId)) throw new NotFoundError(`No trade ${escrowOrderId}`);
+  const { rows } = await db.query<OrderRow>("SELECT * FROM orders WHERE escrow_order_id = $1 AND lower(buyer_wallet) = $2", [
+    escrowOrderId.toLowerCase(),
+    wallet.toLowerCase(),
+  ]);
+  if (!rows[0]) throw new NotFoundError(`No trade ${escrowOrderId} for this wallet`);
+  return rows[0];
+}
+
+export type Verification = "PENDING" | "VERIFIED" | "REJECTED";
+
+/** The buyer's latest payment report, from the timeline, and what became of it. */
+export function latestPaymentReport(timeline: TimelineEntry[]) {
+  const reports = timeline.filter((entry) => entry.event === "PAYMENT_REPORTED");
+  const report = reports[reports.length - 1];
+  if (!report) return null;
+  const key = String(report.data.cepTrackingKey);
+  const after = timeline.slice(timeline.indexOf(report) + 1);
+  const about = (event: string) => after.some((entry) => entry.event === event && String(entry.data.cepTrackingKey).toUpperCase() === key.toUpperCase());
+  const verification: Verification = about("PAYMENT_VERIFIED") ? "VERIFIED" : about("PAYMENT_REJECTED") ? "REJECTED" : "PENDING";
+  const bankCode = String(report.data.senderBankCode);
+  return {
+    trackingKey: key,
+    operationDate: String(report.data.operationDate),
+    senderBankCode: bankCode,
+    senderBankName: findParticipantByCode(bankCode)?.name ?? bankCode,
+    amountMxn: toJsonNumber(String(report.data.amountMxn)),
+    verification,
+  };
+}
+
+/** `GET /market/v1/trades` item. */
+export function tradeListItem(row: OrderRow) {
+  return {
+    escrowOrderId: row.escrow_order_id,
+    status: row.status,
+    token: row.token,
+    amount: toJsonNumber(row.amount_usdc),
+    totalMxn: toJsonNumber(row.total_mxn),
+    lockedAt: iso(row.locked_at),
+    lockExpiresAt: iso(row.lock_expires_at),
+    completedAt: iso(row.completed_at),
+  };
+}
+
+/** `GET /market/v1/trades/:escrowOrderId`: where and how much to pay, the report, the timeline. */
+export async function tradeDetail(db: Queryable, row: OrderRow) {
+  const timeline = await orderTimeline(db, row.id);
+  return {
+    ...tradeListItem(row),
+    payment: {
+      clabe: row.seller_clabe,
+      bankName: findParticipantByClabePrefix(row.bank_code)?.name ?? row.bank_code,
+      bankCode: row.bank_code,
+      amountMxn: toJsonNumber(row.total_mxn),
+      concept: row.payment_concept,
+    },
+    paymentReport: latestPaymentReport(timeline),
+    releaseTxHash: row.release_tx_hash,
+    timeline,
+  };
+}
+
+export async function listTrades(db: Queryable, wallet: string, filters: { status?: OrderStatus; limit: number; offset: number }) {
+  const values: unknown[] = [wallet.toLowerCase()];
+  let where = "WHERE lower(buyer_wallet) = $1";
+  if (filters.status) {
+    values.push(filters.status);
+    where += " AND status = $2";
+  }
+  const [{ rows }, count] = await Promise.all([
+    db.query<OrderRow>(`SELECT * FROM orders ${where} ORDER BY lower(buyer_wallet), locked_at DESC NULLS LAST, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
+      ...values,
+      filters.limit,
+      filters.offset,
+    ]),
+    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values),
+  ]);
+  const total = Number(count.rows[0]!.n);
+  return { trades: rows.map(tradeListItem), total, limit: filters.limit, offset: filters.offset, hasMore: filters.offset + rows.length < total };
+}

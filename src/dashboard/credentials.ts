@@ -1,0 +1,62 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
+
+// Dashboard credentials (decisions section 18). Passwords are hashed with scrypt, which is memory-hard:
+// N = 2^15, r = 8 uses 32 MiB per hash. The parameters are stored with each hash, so they can be raised
+// later without invalidating existing passwords. Session and invitation tokens are random 32 bytes;
+// only their SHA-256 is stored.
+
+const SCRYPT = { N: 2 ** 15, r: 8, p: 1 } as const;
+const KEY_LENGTH = 32;
+export const MIN_PASSWORD_LENGTH = 12;
+
+function derive(password: string, salt: Buffer, options: { N: number; r: number; p: number }): Promise<Buffer> {
+  const scryptOptions: ScryptOptions = { ...options, maxmem: 256 * options.N * options.r };
+  return new Promise((resolve, reject) => {
+    scrypt(password.normalize("NFKC"), salt, KEY_LENGTH, scryptOptions, (error, key) => (error ? reject(error) : resolve(key)));
+  });
+}
+
+/** `scrypt$N$r$p$salt$hash`, salt and hash base64url. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await derive(password, salt, SCRYPT);
+  return ["scrypt", SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString("base64url"), key.toString("base64url")].join("$");
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split("$");
+  if (scheme !== "scrypt" || !salt || !hash) return false;
+  const expected = Buffer.from(hash, "base64url");
+  const key = await derive(password, Buffer.from(salt, "base64url"), { N: Number(n), r: Number(r), p: Number(p) });
+  return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+// An unknown email still costs one hash, so its answer takes as long as a wrong password's.
+let dummyHash: Promise<string> | undefined;
+export async function verifyAgainstNothing(password: string): Promise<false> {
+  dummyHash ??= hashPassword(randomBytes(16).toString("hex"));
+  await verifyPassword(password, await dummyHash);
+  return false;
+}
+
+export function generateToken(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+export function hashToken(token: string): Buffer {
+  return createHash("sha256").update(token, "utf8").digest();
+}
+
+/**
+ * The session's CSRF token is derived from the session token (which only the HttpOnly cookie holds), so
+ * nothing more is stored and a page that reloads can ask for it again with its cookie.
+ */
+export function csrfTokenOf(sessionToken: string): string {
+  return createHash("sha256").update(`csrf:${sessionToken}`, "utf8").digest("base64url");
+}
+
+export function sameToken(a: string, b: string): boolean {
+  const left = createHash("sha256").update(a).digest();
+  const right = createHash("sha256").update(b).digest();
+  return timingSafeEqual(left, right);
+}

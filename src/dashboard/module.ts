@@ -1,0 +1,144 @@
+import { createReadStream } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type Router from "@koa/router";
+import type { RouteGroups, Surface } from "../http/app.ts";
+import type { AppContext, AppState } from "../http/context.ts";
+import { buildOpenApiDocument } from "../http/openapi.ts";
+import { createRouter } from "../http/router.ts";
+import { RouteGroup } from "../http/routes.ts";
+import { pagination } from "../http/schema.ts";
+import { getPartner } from "../partners/partners.ts";
+import { listAudit, operatorAudit } from "./audit.ts";
+import { SESSION_COOKIE } from "./guards.ts";
+import { listMembers, memberView, type Role } from "./members.ts";
+import { dashboardRoutes, invite, inviteBody, invitedSchema, type DashboardRouteDeps } from "./routes.ts";
+
+export const DASHBOARD_PREFIX = "/dashboard/v1";
+
+export interface DashboardModule {
+  /** For createApp's `routeModules`: the operators' member and audit-log routes on the admin group. */
+  routes: (groups: RouteGroups) => void;
+  /** For createApp's `publicRouters`: the page at /dashboard and its assets. */
+  pageRouter: Router<AppState>;
+  /** For createApp's `surfaces`: the `/dashboard/v1` routes with their guards (and the group's fallback), and its document. */
+  surface: Surface;
+}
+
+/**
+ * The partner dashboard (decisions section 18): its own route group under /dashboard/v1, with no group
+ * guard (sign-in and invitations need no session) and each session route's own guards; its own OpenAPI
+ * document; the web page; and the operators' routes to invite members and read a partner's audit log.
+ */
+export function dashboardModule(deps: DashboardRouteDeps): DashboardModule {
+  const group = new RouteGroup({ prefix: DASHBOARD_PREFIX, security: "none", guards: [] });
+  dashboardRoutes(group, deps);
+  return {
+    routes: ({ admin }) => adminDashboardRoutes(admin, deps),
+    pageRouter: pageRouter(),
+    surface: { documentUrl: `${DASHBOARD_PREFIX}/openapi.json`, document: dashboardDocument(group), middleware: group.middleware() },
+  };
+}
+
+/** The document of the dashboard group, with the session cookie and the CSRF header where they apply. */
+function dashboardDocument(group: RouteGroup) {
+  const document = buildOpenApiDocument({ title: "Offramp partner dashboard API", version: "1.0.0", serverUrl: DASHBOARD_PREFIX, groups: [group] });
+  for (const spec of group.specs) {
+    if (!spec.guards || spec.path.startsWith("/invitations/")) continue;
+    const operation = document.paths[spec.path.replace(/:([A-Za-z_]+)/g, "{$1}")]![spec.method] as { security?: unknown; parameters: unknown[] };
+    operation.security = [{ session: [] }];
+    if (spec.method !== "get") {
+      operation.parameters.push({ name: "X-CSRF-Token", in: "header", required: true, schema: { type: "string" }, description: "The session's csrfToken" });
+    }
+  }
+  Object.assign(document.components, { securitySchemes: { session: { type: "apiKey", in: "cookie", name: SESSION_COOKIE } } });
+  return document;
+}
+
+function adminDashboardRoutes(admin: RouteGroup, deps: Pick<DashboardRouteDeps, "pool" | "publicUrl">): void {
+  const { pool } = deps;
+  admin.add<{ email: string; role: Role }>(
+    {
+      method: "post",
+      path: "/partners/:id/members",
+      tag: "Partners",
+      summary: "Invite a member of the partner's dashboard; the invitation is valid 72 hours",
+      description: "`inviteUrl` holds the invitation token, shown this once.",
+      body: inviteBody,
+      responses: { 201: { description: "The invitation", schema: invitedSchema } },
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "MEMBER_EXISTS"],
+    },
+    async (ctx, { body, params }) => {
+      await invite(ctx, deps, params.id!, body, operatorAudit(ctx.ip));
+    },
+  );
+
+  admin.add(
+    { method: "get", path: "/partners/:id/members", tag: "Partners", summary: "The partner's dashboard members", responses: { 200: { description: "Members" } }, errors: ["NOT_FOUND"] },
+    async (ctx, { params }) => {
+      await getPartner(pool, params.id!);
+      ctx.body = { members: (await listMembers(pool, params.id!)).map(memberView) };
+    },
+  );
+
+  admin.add<unknown, { limit: number; offset: number }>(
+    {
+      method: "get",
+      path: "/partners/:id/audit-log",
+      tag: "Partners",
+      summary: "Every change to the partner, by its members or by operators, newest first",
+      query: { type: "object", additionalProperties: false, properties: pagination },
+      responses: { 200: { description: "Page envelope of `entries`" } },
+      errors: ["VALIDATION_ERROR", "NOT_FOUND"],
+    },
+    async (ctx, { params, query }) => {
+      await getPartner(pool, params.id!);
+      ctx.body = await listAudit(pool, params.id!, query);
+    },
+  );
+}
+
+// ---------------------------------------------------------------- the page
+
+const publicDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "public");
+
+/** A fixed list of files, by URL name (a Map, so `constructor` names nothing). */
+const FILES = new Map<string, { file: string; type: string }>([
+  ["dashboard.js", { file: path.join(publicDir, "dashboard.js"), type: "application/javascript" }],
+  ["dashboard.css", { file: path.join(publicDir, "dashboard.css"), type: "text/css" }],
+]);
+
+// Nothing inline at all: scripts and styles only from this origin (bars are sized through the CSSOM).
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join("; ");
+
+function pageRouter(): Router<AppState> {
+  const router = createRouter();
+  const secure = (ctx: AppContext) => {
+    ctx.set("Cache-Control", "no-cache");
+    ctx.set("X-Content-Type-Options", "nosniff");
+    ctx.set("Referrer-Policy", "no-referrer");
+  };
+  router.get("/dashboard", (ctx) => {
+    secure(ctx);
+    ctx.type = "html";
+    ctx.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+    ctx.body = createReadStream(path.join(publicDir, "index.html"));
+  });
+  router.get("/dashboard/assets/:file", (ctx) => {
+    const asset = FILES.get(ctx.params.file ?? "");
+    if (!asset) return;
+    secure(ctx);
+    ctx.type = asset.type;
+    ctx.body = createReadStream(asset.file);
+  });
+  return router;
+}

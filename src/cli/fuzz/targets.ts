@@ -1,0 +1,219 @@
+// The APIs the fuzzer aims at: one entry per OpenAPI document, saying where the document is, how a
+// caller authenticates (and how it fails to), and which real values its path parameters and fields take.
+// Adding an API (the market's bearer session, the dashboard's cookie plus CSRF token) is one more entry.
+import type { Fixtures, PartnerFixture } from "./fixtures.ts";
+import { SELLER_CLABE } from "./fixtures.ts";
+import type { Rng } from "./rng.ts";
+import type { Schema } from "./values.ts";
+
+/** One way of being authenticated (a partner's key, the admin token, a buyer's session...). */
+export interface Principal {
+  label: string;
+  headers: Record<string, string>;
+  weight: number;
+  /** The tenant whose data this principal owns, for targets with tenants. */
+  tenant?: PartnerFixture;
+}
+
+/** Credentials that must be refused, as headers (an array sends the header line twice). */
+export interface BrokenCredentials {
+  label: string;
+  headers: Record<string, string | string[]>;
+}
+
+/** "own": the principal's data; "other": another tenant's (must be refused); "random": nobody's. */
+export type ValueMode = "own" | "other" | "random";
+
+export interface ValueContext {
+  path: string;
+  method: string;
+  principal: Principal;
+  rng: Rng;
+  mode: ValueMode;
+}
+
+export interface ApiTarget {
+  name: string;
+  /** The document's server URL, e.g. /api/v1. */
+  prefix: string;
+  documentPath: string;
+  documentHeaders: Record<string, string>;
+  principals: Principal[];
+  brokenCredentials(rng: Rng): BrokenCredentials;
+  /** Every response under the prefix carries X-RateLimit-* (decisions 3). */
+  rateLimitHeaders: boolean;
+  /** Whether its data belongs to tenants (then other tenants' values are tried and must be refused). */
+  tenants: boolean;
+  pathValue(param: string, context: ValueContext): string;
+  /** A real value for a body or query field, or undefined to let the schema decide. */
+  fieldValue(name: string, schema: Schema, context: ValueContext): unknown;
+  /** Ids a principal must never see in a 2xx answer. */
+  foreignIds(principal: Principal): string[];
+}
+
+function randomId(rng: Rng, prefix: string): string {
+  return `${prefix}_${rng.hex(rng.pick([8, 24]))}`;
+}
+
+function otherTenant(fixtures: Fixtures, principal: Principal): PartnerFixture {
+  return principal.tenant?.id === fixtures.partners.other.id ? fixtures.partners.main : fixtures.partners.other;
+}
+
+function pickOr<T>(rng: Rng, items: T[], fallback: () => T): T {
+  return items.length ? rng.pick(items) : fallback();
+}
+
+export function partnerTarget(fixtures: Fixtures): ApiTarget {
+  const { main, other, growth, free, inactive, suspended, ipBlocked } = fixtures.partners;
+  const principal = (p: PartnerFixture, weight: number): Principal => ({ label: `partner ${p.label} (${p.tier})`, headers: { "X-API-Key": p.apiKey }, weight, tenant: p });
+  const tenantOf = (context: ValueContext): PartnerFixture | undefined =>
+    context.mode === "other" ? otherTenant(fixtures, context.principal) : context.mode === "own" ? context.principal.tenant : undefined;
+
+  return {
+    name: "partner",
+    prefix: "/api/v1",
+    documentPath: "/api/v1/openapi.json",
+    documentHeaders: {},
+    principals: [principal(main, 10), principal(other, 3), principal(growth, 1), principal(free, 1)],
+    rateLimitHeaders: true,
+    tenants: true,
+    brokenCredentials(rng) {
+      const key = main.apiKey;
+      return rng.pick<BrokenCredentials>([
+        { label: "no key", headers: {} },
+        { label: "empty key", headers: { "X-API-Key": "" } },
+        { label: "malformed key", headers: { "X-API-Key": `ofrk_${rng.hex(10)}` } },
+        { label: "unknown key", headers: { "X-API-Key": `ofrk_${rng.hex(64)}` } },
+        { label: "key in upper case", headers: { "X-API-Key": `ofrk_${key.slice(5).toUpperCase()}` } },
+        { label: "key one character off", headers: { "X-API-Key": `${key.slice(0, -1)}${key.endsWith("0") ? "1" : "0"}` } },
+        { label: "key duplicated", headers: { "X-API-Key": [key, key] } },
+        { label: "two keys", headers: { "X-API-Key": [key, other.apiKey] } },
+        { label: "key as bearer token", headers: { Authorization: `Bearer ${key}` } },
+        { label: "key with a NUL-like suffix", headers: { "X-API-Key": `${key}\u00ff` } },
+        { label: "revoked key", headers: { "X-API-Key": fixtures.revokedKey } },
+        { label: "inactive partner", headers: { "X-API-Key": inactive.apiKey } },
+        { label: "suspended partner", headers: { "X-API-Key": suspended.apiKey } },
+        { label: "address not allowed", headers: { "X-API-Key": ipBlocked.apiKey } },
+      ]);
+    },
+    pathValue(param, context) {
+      const { rng, path } = context;
+      const tenant = tenantOf(context);
+      if (param === "ref") return tenant ? pickOr(rng, tenant.refs, () => `ref-${rng.hex(6)}`) : `nobody-${rng.hex(6)}`;
+      if (param === "sessionId") return tenant ? pickOr(rng, tenant.kycSessions, () => `kyc_${rng.hex(12)}`) : `kyc_${rng.hex(12)}`;
+      if (param === "id" && path.includes("/orders/")) {
+        if (!tenant) return randomId(rng, "ord");
+        // Mostly orders in the state the action needs, so valid requests get through.
+        const wanted = path.endsWith("/deposit") ? "PENDING_DEPOSIT" : path.endsWith("/lock") ? "ACTIVE" : /\/(dispute|pay|payment)$/.test(path) ? "LOCKED" : path.endsWith("/cancel") ? "PENDING_DEPOSIT" : undefined;
+        const matching = tenant.orders.filter((o) => o.status === wanted);
+        return pickOr(rng, matching.length && rng.bool(0.7) ? matching : tenant.orders, () => ({ id: randomId(rng, "ord"), status: "" })).id;
+      }
+      return `${param}-${rng.hex(8)}`;
+    },
+    fieldValue(name, schema, context) {
+      const { rng, path, method } = context;
+      const tenant = tenantOf(context);
+      switch (name) {
+        case "partnerUserRef":
+          if (method === "post" && path === "/users" && context.mode !== "other") return `fz-${rng.hex(10)}`;
+          return tenant ? pickOr(rng, tenant.refs, () => `ref-${rng.hex(6)}`) : `nobody-${rng.hex(6)}`;
+        case "quoteId":
+          return tenant ? pickOr(rng, tenant.quotes, () => randomId(rng, "qt")) : randomId(rng, "qt");
+        case "orderId":
+          return tenant ? pickOr(rng, tenant.orders.map((o) => o.id), () => randomId(rng, "ord")) : randomId(rng, "ord");
+        case "sellerClabe":
+        case "clabe":
+          return rng.bool(0.9) ? SELLER_CLABE : undefined;
+        case "returnUrl":
+          return "https://example.com/back";
+        case "amountUsdc":
+          return rng.bool(0.8) ? rng.int(1, 2000) / 100 : undefined;
+        case "amountMxn":
+          return rng.bool(0.5) ? undefined : rng.int(100, 100_000) / 100;
+        case "sellerWallet":
+        case "buyerWallet":
+          return rng.int(0, 4);
+        case "eventType":
+          return rng.pick(["order.created", "order.completed", "order.locked"]);
+        default:
+          void schema;
+          return undefined;
+      }
+    },
+    foreignIds(p) {
+      const others = [main, other, growth, free].filter((tenant) => tenant.id !== p.tenant?.id);
+      return others.flatMap((tenant) => [tenant.id, ...tenant.userIds, ...tenant.orders.map((o) => o.id), ...tenant.quotes, ...tenant.kycSessions]);
+    },
+  };
+}
+
+export function adminTarget(fixtures: Fixtures, adminToken: string): ApiTarget {
+  const all = Object.values(fixtures.partners);
+  return {
+    name: "admin",
+    prefix: "/admin/v1",
+    documentPath: "/admin/v1/openapi.json",
+    documentHeaders: { Authorization: `Bearer ${adminToken}` },
+    principals: [
+      { label: "admin token", headers: { Authorization: `Bearer ${adminToken}` }, weight: 5 },
+      // The scheme name is case-insensitive (RFC 9110 section 11.1).
+      { label: "admin token, scheme in lower case", headers: { Authorization: `bearer ${adminToken}` }, weight: 1 },
+    ],
+    rateLimitHeaders: false,
+    tenants: false,
+    brokenCredentials(rng) {
+      return rng.pick<BrokenCredentials>([
+        { label: "no token", headers: {} },
+        { label: "empty authorization", headers: { Authorization: "" } },
+        { label: "scheme only", headers: { Authorization: "Bearer" } },
+        { label: "wrong token", headers: { Authorization: `Bearer ${rng.hex(32)}` } },
+        { label: "token prefix", headers: { Authorization: `Bearer ${adminToken.slice(0, -1)}` } },
+        { label: "token plus a character", headers: { Authorization: `Bearer ${adminToken}x` } },
+        { label: "token in upper case", headers: { Authorization: `Bearer ${adminToken.toUpperCase()}` } },
+        { label: "token without scheme", headers: { Authorization: adminToken } },
+        { label: "basic scheme", headers: { Authorization: `Basic ${Buffer.from(`admin:${adminToken}`).toString("base64")}` } },
+        { label: "wrong then right token", headers: { Authorization: [`Bearer ${rng.hex(16)}`, `Bearer ${adminToken}`] } },
+        { label: "token in X-API-Key", headers: { "X-API-Key": adminToken } },
+        { label: "partner key as bearer", headers: { Authorization: `Bearer ${fixtures.partners.main.apiKey}` } },
+      ]);
+    },
+    pathValue(param, context) {
+      const { rng, path, mode } = context;
+      if (mode === "random") return param === "address" ? `0x${rng.hex(40)}` : randomId(rng, param === "id" && path.startsWith("/orders") ? "ord" : "x");
+      if (path.startsWith("/partners/")) {
+        // Only the admin targets are changed; any partner may be read.
+        return context.method === "get" ? rng.pick(all).id : rng.pick(fixtures.adminTargets);
+      }
+      if (path.startsWith("/orders/")) {
+        const orders = all.flatMap((p) => p.orders);
+        const disputed = orders.filter((o) => o.status === "DISPUTED");
+        return pickOr(rng, path.endsWith("/resolve") && disputed.length && rng.bool(0.7) ? disputed : orders, () => ({ id: randomId(rng, "ord"), status: "" })).id;
+      }
+      if (path.startsWith("/deliveries/")) return pickOr(rng, fixtures.deliveries, () => randomId(rng, "whd"));
+      if (param === "address") return rng.bool(0.7) ? rng.pick(fixtures.wallets) : `0x${rng.hex(40)}`;
+      return `${param}-${rng.hex(8)}`;
+    },
+    fieldValue(name, _schema, context) {
+      const { rng } = context;
+      switch (name) {
+        case "webhookUrl":
+          return rng.bool(0.8) ? fixtures.webhookUrl : undefined;
+        case "partnerId":
+          return rng.pick(all).id;
+        case "orderId":
+          return pickOr(rng, all.flatMap((p) => p.orders.map((o) => o.id)), () => randomId(rng, "ord"));
+        case "partnerUserRef":
+          return pickOr(rng, all.flatMap((p) => p.refs), () => `ref-${rng.hex(6)}`);
+        case "ipAllowList":
+          return rng.bool(0.7) ? rng.pick([[], ["10.0.0.0/8"], ["127.0.0.1", "::1"], ["2001:db8::/32"]]) : undefined;
+        case "month":
+          return rng.bool(0.7) ? new Date().toISOString().slice(0, 7) : undefined;
+        default:
+          return undefined;
+      }
+    },
+    foreignIds() {
+      return [];
+    },
+  };
+}

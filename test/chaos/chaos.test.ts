@@ -1,0 +1,44 @@
+// The short run of `npm run chaos` (decisions section 15): one trade along each of the twelve paths
+// while the service and the indexer are SIGKILLed a few times, on short timers. The harness runs as a
+// child process exactly as `npm run chaos` runs it; it must find no violation and exit 0.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync, readdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import type { ChaosReport } from "../../src/cli/chaos/report.ts";
+import { PATH_NAMES } from "../../src/cli/chaos/paths.ts";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/** Service settings a developer's shell may hold; the harness sets its own. */
+const CONFIG_VARIABLES = ["PORT", "HOST", "DATABASE_URL", "RPC_URL", "CHAIN_ID", "ESCROW_ADDRESS", "USDC_ADDRESS", "SERVICE_PRIVATE_KEY", "ARBITER_PRIVATE_KEY", "ADMIN_TOKEN", "INDEXER_SCHEMA", "CEP_URL"];
+
+test("a short chaos run: every path, a few kills of the service and the indexer, no violation", { timeout: 9 * 60_000 }, async () => {
+  const out = await mkdtemp(path.join(os.tmpdir(), "chaos-test-"));
+  try {
+    const env = { ...process.env };
+    for (const name of CONFIG_VARIABLES) delete env[name];
+    const args = ["src/cli/chaos.ts", "--trades", "12", "--kills", "4", "--seconds", "45", "--seed", "npm-test", "--deposit-timeout", "30", "--listing-timeout", "30", "--lock-window", "45", "--settle", "150", "--progress", "15", "--out", out];
+    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = (await once(child, "exit")) as [number | null];
+    const reportFile = readdirSync(out).find((name) => /^chaos-.*\.json$/.test(name));
+    assert.ok(reportFile, `a JSON report was written; output:\n${output}`);
+    const report = JSON.parse(readFileSync(path.join(out, reportFile), "utf8")) as ChaosReport;
+    assert.deepEqual(report.violations, [], `violations; output:\n${output}`);
+    assert.equal(code, 0, output);
+    assert.ok(report.kills.total >= 4, `at least 4 kills (${JSON.stringify(report.kills)})`);
+    assert.ok(report.kills.service > 0 && report.kills.indexer > 0, "both the service and the indexer were killed");
+    for (const name of PATH_NAMES) assert.equal(report.trades.byPath[name]?.planned, 1, `one ${name} trade`);
+    assert.ok(report.settled, "quiescent at the end");
+    assert.ok(readdirSync(out).some((name) => /^chaos-.*\.md$/.test(name)), "a markdown report was written");
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+});

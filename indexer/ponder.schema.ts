@@ -62,7 +62,8 @@ export const escrowOrder = onchainTable("escrow_order", (t) => ({
   disputeOpenedBy: t.hex(),
   /** DisputeResolved.outcome (disputeOutcome in src/chain/escrow-abi.ts). */
   disputeOutcome: t.integer(),
-  /** Released: what the buyer, the fee recipient and the treasury received. */
+  /** Released: what the buyer received, and what the fee recipient and the treasury were credited
+   * in the escrow (pull payments: they withdraw it, see the Withdrawn events). */
   buyerAmount: t.bigint(),
   feeAmount: t.bigint(),
   treasuryAmount: t.bigint(),

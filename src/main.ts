@@ -9,7 +9,8 @@ import { loadSanctionsList } from "./domain/sanctions.ts";
 import { operatorModule } from "./admin/module.ts";
 import { createApp, type RouteGroups } from "./http/app.ts";
 import { orderRoutes } from "./http/routes/orders.ts";
-import { createOrderQueues, orderEffectPorts, startOrderWorkers } from "./jobs/order-jobs.ts";
+import { createOrderQueues, orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./jobs/order-jobs.ts";
+import { escrowAbi } from "./chain/escrow-abi.ts";
 import { sandboxOrderRoutes } from "./sandbox/order-routes.ts";
 import { createEscrowEventConsumer, type EscrowEventConsumer } from "./sync/escrow-events.ts";
 import { createBanxicoSieClient } from "./integrations/banxico-sie.ts";
@@ -26,9 +27,12 @@ import { webhookRouteModule } from "./webhooks/routes.ts";
 import { startWebhookDelivery } from "./webhooks/worker.ts";
 import { CEP_SIMULATOR_PREFIX, paymentsModule } from "./payments/wiring.ts";
 import { createCepPortalSimulator, type CepPortalSimulator } from "./sandbox/simulators/cep-portal.ts";
-
-/** The token the sandbox central-bank simulator accepts when BANXICO_TOKEN is unset. */
-export const SANDBOX_BANXICO_TOKEN = "sandbox-bmx-token";
+import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
+import { databaseSpeiPayments } from "./sandbox/spei-payments.ts";
+import { marketModule, marketPermits } from "./market/module.ts";
+import type { PermitIssuer } from "./market/permits.ts";
+import { dashboardModule } from "./dashboard/module.ts";
+import type { OrderViewContext } from "./orders/queries.ts";
 
 export interface SandboxSimulators {
   banxico: RateSimulator;
@@ -42,6 +46,8 @@ export interface RunningService {
   pool: Pool;
   boss: PgBoss;
   simulators: SandboxSimulators | undefined;
+  /** In sandbox: the secrets generated for DATA_DIR that the simulators and the clients share. */
+  sandboxSecrets: SandboxSecrets | undefined;
   /** Present when the service was given a chain: signer, escrow reads, the once-only sender. */
   chain: { gateway: EscrowGateway; sender: TransactionSender; consumer: EscrowEventConsumer | undefined } | undefined;
   stop(): Promise<void>;
@@ -85,12 +91,16 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   server.keepAliveTimeout = 5_000;
   const baseUrl = await listen(server, config.port, config.host);
 
+  const secrets = config.sandbox ? await sandboxSecrets(config.dataDir) : undefined;
+  const banxicoToken = config.banxicoToken ?? secrets?.banxicoToken ?? "";
+  const kycCredentials = { apiKey: config.kycProviderApiKey ?? secrets?.kycApiKey ?? "", secret: config.kycProviderSecret ?? secrets?.kycSecret ?? "" };
   const simulators: SandboxSimulators | undefined = config.sandbox
     ? {
-        banxico: createBanxicoSieSimulator({ token: config.banxicoToken ?? SANDBOX_BANXICO_TOKEN, rate: config.sandboxUsdMxn }),
+        banxico: createBanxicoSieSimulator({ token: banxicoToken, rate: config.sandboxUsdMxn }),
         fallbackRate: createFrankfurterSimulator({ rate: config.sandboxUsdMxn }),
-        kyc: createSandboxKycSimulator(config, baseUrl),
-        cep: createCepPortalSimulator(),
+        kyc: createSandboxKycSimulator(kycCredentials, baseUrl),
+        // Its payments in the database: any instance's portal finds what another's `pay` recorded.
+        cep: createCepPortalSimulator({ shared: databaseSpeiPayments(pool) }),
       }
     : undefined;
   const rates = createExchangeRates(
@@ -98,7 +108,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     [
       createBanxicoSieClient({
         baseUrl: config.banxicoSieUrl ?? `${baseUrl}/simulators/banxico/SieAPIRest/service/v1`,
-        token: config.banxicoToken ?? SANDBOX_BANXICO_TOKEN,
+        token: banxicoToken,
       }),
       createFallbackRateClient({ baseUrl: config.fallbackRateUrl ?? `${baseUrl}/simulators/frankfurter/v1` }),
     ],
@@ -109,6 +119,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   await createOrderQueues(boss);
   const routeModules: ((groups: RouteGroups) => void)[] = [];
   let chain: RunningService["chain"];
+  let permits: PermitIssuer | undefined;
+  let orderView: OrderViewContext | undefined;
   if (options.chain) {
     const gateway = createEscrowGateway(options.chain);
     const sender = createTransactionSender({ pool, gateway, logger });
@@ -119,9 +131,25 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       listingWindowSeconds: config.listingTimeoutSeconds,
       lockWindowSeconds: config.lockWindowSeconds,
     };
-    const creation = { pool, ports, sanctions, timing, chain: { chainId: options.chain.chainId, escrowAddress: options.chain.escrowAddress, usdcAddress: options.chain.usdcAddress, signTerms: gateway.signTerms } };
+    orderView = view;
+    const creation = {
+      pool,
+      ports,
+      sanctions,
+      timing,
+      chain: {
+        chainId: options.chain.chainId,
+        escrowAddress: options.chain.escrowAddress,
+        usdcAddress: options.chain.usdcAddress,
+        signTerms: gateway.signTerms,
+        treasuryAddress: () => gateway.publicClient.readContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "treasury" }),
+      },
+    };
     routeModules.push(({ partner }) => orderRoutes(partner, { pool, ports, creation, view }));
-    if (config.sandbox) routeModules.push(({ partner }) => sandboxOrderRoutes(partner, { pool, gateway, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds }));
+    // Lock permits (issue 14): the market's issuance, which the sandbox lock helper goes through too.
+    const issuePermit = marketPermits({ config, pool, gateway, sanctions });
+    permits = issuePermit;
+    if (config.sandbox) routeModules.push(({ partner }) => sandboxOrderRoutes(partner, { pool, gateway, issuePermit, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds }));
     const consumer = options.indexerSchema
       ? createEscrowEventConsumer({
           pool,
@@ -130,11 +158,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           indexerSchema: options.indexerSchema,
           confirmations: config.chainConfirmations,
           isSanctioned: sanctions.isSanctioned,
+          sanctionsEntry: sanctions.entryFor,
+          refundGraceSeconds: escrowRefundGrace(gateway),
         })
       : undefined;
     chain = { gateway, sender, consumer };
   }
-  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger });
+  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain ? { escrow: escrowLockClock(chain.gateway), escrowStatus: chain.gateway.escrowStatus } : {}) });
 
   // Payment proof (issue 4): POST /orders/:id/payment, sandbox pay, the CEP verification worker.
   if (chain) {
@@ -146,7 +176,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   chain?.consumer?.start();
 
   // KYC (issue 6): provider client, POST /users/:ref/kyc, sandbox decision, admin usage, provider callback.
-  const kyc = kycModule({ config, pool, logger, baseUrl, simulator: simulators?.kyc });
+  const kyc = kycModule({ config, credentials: kycCredentials, pool, logger, baseUrl, simulator: simulators?.kyc });
 
   // Operator surface (issue 7): admin orders and dispute resolution, reputation, machine, stats, revenue; the console at /admin.
   const operator = operatorModule({
@@ -160,6 +190,23 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           lockWindowSeconds: config.lockWindowSeconds,
         }
       : undefined,
+  });
+
+  // Buyer market (issue 14): /market/v1 and its document, admin buyers, sandbox chain and faucet, the page at /market.
+  const market =
+    chain && permits
+      ? marketModule({ config, pool, logger, gateway: chain.gateway, permits, ports, kycProvider: kyc.provider, kycSimulator: simulators?.kyc, cepSimulator: simulators?.cep, indexerSchema: options.indexerSchema })
+      : undefined;
+
+  // Partner dashboard (issue 16): /dashboard/v1, the page at /dashboard, operators' member and audit routes.
+  const dashboard = dashboardModule({
+    pool,
+    boss,
+    checkWebhookUrl: (url) => checkWebhookUrlSyntax(url, config.webhookAllowPrivate),
+    view: orderView,
+    webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
+    secureCookie: !config.sandbox,
+    publicUrl: baseUrl,
   });
 
   const { app } = createApp({
@@ -177,8 +224,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
           { prefix: CEP_SIMULATOR_PREFIX, router: simulators.cep.router },
         ]
       : [],
-    routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss }), operator.routes],
-    publicRouters: [kyc.callbackRouter, operator.consoleRouter],
+    routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss }), operator.routes, dashboard.routes, ...(market ? [market.routes] : [])],
+    publicRouters: [kyc.callbackRouter, operator.consoleRouter, dashboard.pageRouter, ...(market ? [market.pageRouter] : [])],
+    surfaces: [dashboard.surface, ...(market ? [market.surface] : [])],
   });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");
@@ -189,6 +237,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     pool,
     boss,
     simulators,
+    sandboxSecrets: secrets,
     chain,
     async stop() {
       if (stopped) return;
@@ -202,5 +251,26 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       await boss.stop({ graceful: true, timeout: 10_000 });
       await pool.end();
     },
+  };
+}
+
+/** The escrow's REFUND_GRACE_SECONDS (immutable): read once from the contract, again after a failed read. */
+function escrowRefundGrace(gateway: EscrowGateway): () => Promise<number> {
+  let grace: Promise<number> | undefined;
+  return () =>
+    (grace ??= gateway.publicClient
+      .readContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "REFUND_GRACE_SECONDS" })
+      .then(Number)
+      .catch((error: unknown) => {
+        grace = undefined;
+        throw error;
+      }));
+}
+
+/** The escrow's lock clock for the lock timers: effective expiry (moved by pauses) and pause state. */
+function escrowLockClock(gateway: EscrowGateway): EscrowLockClock {
+  return {
+    lockExpiryOf: (escrowOrderId) => gateway.lockExpiryOf(escrowOrderId),
+    paused: () => gateway.publicClient.readContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "paused" }),
   };
 }

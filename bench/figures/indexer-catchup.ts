@@ -24,6 +24,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     const deployment = await deployContracts({
       rpcUrl: chain.rpcUrl,
       deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
       serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
       arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
       treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,

@@ -4,7 +4,7 @@
 // deposits per second on the same Hardhat node, from the same number of wallets, nothing else.
 import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
-import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
+import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
 import { sandboxAccounts } from "../../src/chain/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
 import { closedLoop } from "../lib/load.ts";
@@ -37,6 +37,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const finalStatus = payAvailable ? "COMPLETED" : "LOCKED";
   log(`sandbox pay route ${payAvailable ? "present" : "absent"}: trades end at ${finalStatus}`);
 
+  const permitSigner = createEscrowGateway(chainSettings);
   const stages: Record<string, number[]> = { order: [], deposit: [], toActive: [], lock: [], toLocked: [], pay: [], toCompleted: [] };
   const trades = await closedLoop({ concurrency: pipelines, durationMs, maxUnits: maxTrades }, async (worker) => {
     const mark = (stage: string, since: number) => {
@@ -53,7 +54,10 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     t = mark("deposit", t);
     await waitForStatus(stack.pool, order.id, "ACTIVE", STEP_TIMEOUT_MS);
     t = mark("toActive", t);
-    const lock = await buyers[worker]!.send(chainSettings.escrowAddress, lockCall(terms.orderId), GAS.lock);
+    // The buyer's permit, signed by the service key as the market API would (outside the timing's
+    // meaning: a signature is a fraction of a millisecond).
+    const permit = { orderId: terms.orderId, buyer: buyers[worker]!.address, deadline: lockPermitDeadline() };
+    const lock = await buyers[worker]!.send(chainSettings.escrowAddress, lockCall(permit, await permitSigner.signLockPermit(permit)), GAS.lock);
     await assertMined(rpc, lock);
     t = mark("lock", t);
     await waitForStatus(stack.pool, order.id, "LOCKED", STEP_TIMEOUT_MS);

@@ -5,6 +5,7 @@
 // the indexer's own lag over the same transactions: t0 -> the row in escrow_event (polled every 10 ms).
 import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
+import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
 import { eventTable } from "../../src/chain/indexer-process.ts";
 import { assertMined, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit } from "../lib/chain.ts";
 import { nowMs, round, summarize } from "../lib/stats.ts";
@@ -95,7 +96,9 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     }
 
     await sleep(Math.random() * 500);
-    const lockHash = await buyer.send(chainSettings.escrowAddress, lockCall(terms.orderId), GAS.lock);
+    const permit = { orderId: terms.orderId, buyer: buyer.address, deadline: lockPermitDeadline() };
+    const permitSignature = await createEscrowGateway(chainSettings).signLockPermit(permit);
+    const lockHash = await buyer.send(chainSettings.escrowAddress, lockCall(permit, permitSignature), GAS.lock);
     const t1 = nowMs();
     await assertMined(rpc, lockHash);
     const lockWebhookAt = stack.receiver.waitFor(order.id, "order.locked", STEP_TIMEOUT_MS);

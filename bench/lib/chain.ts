@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { encodeFunctionData, getAddress, maxUint256, type Address, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import type { OrderTerms } from "../../src/chain/escrow-gateway.ts";
+import type { LockPermit, OrderTerms } from "../../src/chain/escrow-gateway.ts";
 
 export interface Rpc {
   url: string;
@@ -123,8 +123,9 @@ export function depositCall(terms: OrderTerms, signature: Hex): Hex {
   return encodeFunctionData({ abi: escrowAbi, functionName: "deposit", args: [terms, signature] });
 }
 
-export function lockCall(escrowOrderId: Hex): Hex {
-  return encodeFunctionData({ abi: escrowAbi, functionName: "lock", args: [escrowOrderId] });
+/** `lock` with the service's permit for the buyer (decisions 17), as the market API hands it out. */
+export function lockCall(permit: LockPermit, signature: Hex): Hex {
+  return encodeFunctionData({ abi: escrowAbi, functionName: "lock", args: [permit, signature] });
 }
 
 /** The `deposit` object of POST /orders, as the contract's OrderTerms. */

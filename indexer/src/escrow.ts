@@ -142,6 +142,15 @@ ponder.on("OfframpEscrow:TokenAllowed", async ({ event, context }) => record("To
 ponder.on("OfframpEscrow:TreasuryUpdated", async ({ event, context }) => record("TreasuryUpdated", event, context));
 ponder.on("OfframpEscrow:Paused", async ({ event, context }) => record("Paused", event, context));
 ponder.on("OfframpEscrow:Unpaused", async ({ event, context }) => record("Unpaused", event, context));
+// The pause that just ended moved every open lock's effective expiry by `duration` (lockExpiryOf).
+ponder.on("OfframpEscrow:LockClockResumed", async ({ event, context }) =>
+  record("LockClockResumed", event, context),
+);
+// Pull payments: fee shares credited at release (see Released) are withdrawn by their owners.
+ponder.on("OfframpEscrow:Withdrawn", async ({ event, context }) => record("Withdrawn", event, context));
+ponder.on("OfframpEscrow:TokensRecovered", async ({ event, context }) =>
+  record("TokensRecovered", event, context),
+);
 ponder.on("OfframpEscrow:RoleGranted", async ({ event, context }) => record("RoleGranted", event, context));
 ponder.on("OfframpEscrow:RoleRevoked", async ({ event, context }) => record("RoleRevoked", event, context));
 ponder.on("OfframpEscrow:RoleAdminChanged", async ({ event, context }) =>

@@ -1,3 +1,4 @@
+import { operatorAudit } from "../dashboard/audit.ts";
 import type { Pool } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { RouteGroup } from "../http/routes.ts";
@@ -52,7 +53,7 @@ export function adminDeliveryRoutes(admin: RouteGroup, deps: { pool: Pool; boss:
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
-      ctx.body = await redeliver(pool, boss, params.id!);
+      ctx.body = await redeliver(pool, boss, params.id!, { audit: operatorAudit(ctx.ip) });
     },
   );
 }

@@ -1,11 +1,11 @@
 import type { Pool } from "../db/pool.ts";
-import { OrderNotDisputedError, ResolutionPendingError, ValidationError } from "../domain/errors.ts";
+import { InvalidStateError, OrderNotDisputedError, ResolutionPendingError, ValidationError } from "../domain/errors.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
-import { DISPUTE_OUTCOMES, ORDER_STATUSES, type DisputeOutcome } from "../orders/machine.ts";
+import { DISPUTE_OUTCOMES, HOLD_DECISIONS, ORDER_STATUSES, type DisputeOutcome, type HoldDecision, type OrderContext } from "../orders/machine.ts";
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
-import { AML_RISK_LEVELS, adminOrderDetail, listAdminOrders, readReputation, type AdminOrderDeps, type AdminOrderFilters } from "./orders.ts";
+import { AML_RISK_LEVELS, REVIEW_QUEUES, adminOrderDetail, listAdminOrders, readReputation, type AdminOrderDeps, type AdminOrderFilters } from "./orders.ts";
 
 export interface AdminOrderRouteDeps extends AdminOrderDeps {
   pool: Pool;
@@ -23,7 +23,8 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
       method: "get",
       path: "/orders",
       tag: "Orders",
-      summary: "Every partner's orders, newest first, filtered by status, partner, user and AML risk level",
+      summary: "Every partner's orders, newest first, filtered by status, partner, user, AML risk level and review queue",
+      description: "`review=SANCTIONS_HOLD`: orders whose buyer wallet was on the sanctions list when it locked, awaiting the operator's decision (POST /orders/:id/review).",
       query: {
         type: "object",
         additionalProperties: false,
@@ -32,6 +33,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
           partnerId: { type: "string", minLength: 1, maxLength: 100 },
           partnerUserRef: { type: "string", minLength: 1, maxLength: 255 },
           amlRiskLevel: { enum: AML_RISK_LEVELS },
+          review: { enum: REVIEW_QUEUES },
           ...pagination,
         },
       },
@@ -89,6 +91,40 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
         throw new ResolutionPendingError(`A ${pending.outcome} resolution was requested at ${pending.requestedAt} and is on its way to the chain`);
       }
       ctx.body = detail;
+    },
+  );
+
+  admin.add<{ decision: HoldDecision; note?: string | null }>(
+    {
+      method: "post",
+      path: "/orders/:id/review",
+      tag: "Orders",
+      summary: "Decide a sanctions hold: release the payment to the buyer, or refund the seller when the lock expires",
+      description:
+        "Only for a LOCKED order held because its buyer's wallet was on the sanctions list at the lock, with no decision yet (else 409 " +
+        "INVALID_STATE). RELEASE lifts the hold: a payment already verified is released now (confirmPayment sent once, PENDING_RELEASE), " +
+        "a later one as usual. REFUND keeps the release stopped and lets the lock-expiry refund return the USDC to the seller (at once " +
+        "when the lock has already expired). A held order can also be disputed on chain and resolved with POST /orders/:id/resolve.",
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["decision"],
+        properties: { decision: { enum: HOLD_DECISIONS }, note: { type: ["string", "null"], maxLength: 2000 } },
+      },
+      responses: { 200: { description: "Admin order detail" } },
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
+    },
+    async (ctx, { body, params }) => {
+      const row = await getOrderRow(pool, null, params.id!);
+      const note = body.note?.trim() ? body.note.trim() : null;
+      const result = await applyOrderEvent(pool, deps.ports, row.id, { type: "HOLD_DECIDED", decision: body.decision, note, at: new Date().toISOString() });
+      if (!result.changed) {
+        const hold = (row.machine_snapshot as { context: OrderContext }).context.sanctionsHold;
+        throw new InvalidStateError(
+          hold?.decision ? `The hold was already decided: ${hold.decision} at ${hold.decidedAt}` : `The order is ${result.status} and not held for a sanctions review`,
+        );
+      }
+      ctx.body = await adminOrderDetail(pool, deps, row.id);
     },
   );
 

@@ -14,8 +14,18 @@ import { orderPath } from "./order-path.ts";
 export const AML_RISK_LEVELS = ["LOW", "MEDIUM", "HIGH"] as const;
 export type AmlRiskLevel = (typeof AML_RISK_LEVELS)[number];
 
+/** Operator review queues besides the HIGH-risk one: SANCTIONS_HOLD, orders whose buyer was on the sanctions list at the lock and that await a decision. */
+export const REVIEW_QUEUES = ["SANCTIONS_HOLD"] as const;
+export type ReviewQueue = (typeof REVIEW_QUEUES)[number];
+
+/** SQL condition of an order held for a sanctions review nobody has decided (the hold lives in the machine snapshot). */
+export const SANCTIONS_HOLD_PENDING = `(o.machine_snapshot->'context'->'sanctionsHold'->>'buyerWallet' IS NOT NULL
+  AND o.machine_snapshot->'context'->'sanctionsHold'->>'decision' IS NULL
+  AND o.status NOT IN ('COMPLETED', 'EXPIRED', 'REFUNDED'))`;
+
 export interface AdminOrderFilters {
   status?: OrderStatus;
+  review?: ReviewQueue;
   partnerId?: string;
   partnerUserRef?: string;
   amlRiskLevel?: AmlRiskLevel;
@@ -38,6 +48,7 @@ export function adminOrderListItem(row: AdminOrderRow) {
     dispute: row.dispute_opened_by
       ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome, resolutionRequest: (row.machine_snapshot as { context: OrderContext }).context.resolutionRequest ?? null }
       : null,
+    sanctionsHold: (row.machine_snapshot as { context: OrderContext }).context.sanctionsHold ?? null,
   };
 }
 
@@ -49,13 +60,14 @@ export async function listAdminOrders(db: Queryable, filters: AdminOrderFilters)
     ["u.partner_user_ref", filters.partnerUserRef],
     ["o.aml_risk_level", filters.amlRiskLevel],
   ]);
+  const filtered = filters.review === "SANCTIONS_HOLD" ? (where ? `${where} AND ${SANCTIONS_HOLD_PENDING}` : `WHERE ${SANCTIONS_HOLD_PENDING}`) : where;
   const [{ rows }, count] = await Promise.all([
-    db.query<AdminOrderRow>(`${SELECT_ADMIN_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
+    db.query<AdminOrderRow>(`${SELECT_ADMIN_ORDER} ${filtered} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
       ...values,
       filters.limit,
       filters.offset,
     ]),
-    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders o JOIN users u ON u.id = o.user_id ${where}`, values),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders o JOIN users u ON u.id = o.user_id ${filtered}`, values),
   ]);
   const total = count.rows[0]!.n;
   return { orders: rows.map(adminOrderListItem), total, limit: filters.limit, offset: filters.offset, hasMore: filters.offset + rows.length < total };
@@ -181,6 +193,7 @@ export async function adminOrderDetail(db: Queryable, deps: AdminOrderDeps, orde
     dispute: row.dispute_opened_by
       ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome, resolutionRequest: snapshot.context.resolutionRequest ?? null }
       : null,
+    sanctionsHold: snapshot.context.sanctionsHold ?? null,
     machine: { value: snapshot.value, context: snapshot.context, version: row.version },
     path: orderPath(timeline),
     deliveries,

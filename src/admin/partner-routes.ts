@@ -1,3 +1,4 @@
+import { operatorAudit } from "../dashboard/audit.ts";
 import type { Pool } from "../db/pool.ts";
 import { ValidationError } from "../domain/errors.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
@@ -74,7 +75,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
     async (ctx, { body }) => {
       checkCommon(body, deps.checkWebhookUrl);
-      const created = await createPartner(pool, body);
+      const created = await createPartner(pool, body, operatorAudit(ctx.ip));
       ctx.status = 201;
       ctx.body = { ...partnerView(created.partner), apiKey: created.apiKey, webhookSecret: created.webhookSecret };
     },
@@ -129,7 +130,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
     async (ctx, { body, params }) => {
       checkCommon(body, deps.checkWebhookUrl);
-      ctx.body = partnerView(await updatePartner(pool, params.id!, body));
+      ctx.body = partnerView(await updatePartner(pool, params.id!, body, operatorAudit(ctx.ip)));
     },
   );
 
@@ -143,7 +144,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
-      const { partner, apiKey } = await rotateApiKey(pool, params.id!);
+      const { partner, apiKey } = await rotateApiKey(pool, params.id!, operatorAudit(ctx.ip));
       ctx.status = 201;
       ctx.body = { ...partnerView(partner), apiKey };
     },
@@ -159,7 +160,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
-      const { partner, webhookSecret } = await rotateWebhookSecret(pool, params.id!);
+      const { partner, webhookSecret } = await rotateWebhookSecret(pool, params.id!, operatorAudit(ctx.ip));
       ctx.status = 201;
       ctx.body = { ...partnerView(partner), webhookSecret };
     },

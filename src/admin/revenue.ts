@@ -14,6 +14,10 @@ import { mexicoMonth, mexicoMonthRange } from "../kyc/months.ts";
 //   the quote's feeAmountMxn, the share = feeAmountMxn x treasuryShareBps / 10000 rounded half-up to
 //   cents per order, then summed. The share rate is the one signed into each order's terms (the tier's
 //   at order creation), not today's. USER fees go back to the seller and NONE has no fee: no share.
+// - owedToPartnerUsdc (decisions 5): a partner without a fee wallet is paid through the treasury: its
+//   orders' terms name the treasury as fee recipient, so the whole fee was credited to the treasury, and
+//   the partner's part (fee - service share, exactly as above) is owed to it, settled off-chain. The sum of
+//   partnerNet over those orders, in USDC (exact token units, `owedToPartnerUsdcRaw`).
 
 export interface Amounts {
   mxn: number;
@@ -34,8 +38,12 @@ export interface PartnerRevenue {
   partnerFees: Amounts;
   /** The service's revenue share of those fees (paid to the treasury). */
   serviceShare: Amounts;
-  /** What reached the partner's fee wallet: partnerFees - serviceShare. */
+  /** The partner's part: partnerFees - serviceShare (credited to its fee wallet, or owed when it had none). */
   partnerNet: Amounts;
+  /** The part of partnerNet the treasury received for a partner without a fee wallet: owed to the partner. */
+  owedToPartnerUsdc: number;
+  /** owedToPartnerUsdc in 6-decimal token units, an integer string. */
+  owedToPartnerUsdcRaw: string;
 }
 
 interface RevenueRow {
@@ -50,6 +58,7 @@ interface RevenueRow {
   fees_raw: string;
   share_mxn: string;
   share_raw: string;
+  owed_raw: string;
 }
 
 const amounts = (mxn: string, raw: string): Amounts => ({ mxn: toJsonNumber(money(mxn).toDecimalPlaces(2)), usdc: toJsonNumber(rawToUsdc(BigInt(raw))), usdcRaw: raw });
@@ -78,8 +87,11 @@ function revenueOf(row: RevenueRow): PartnerRevenue {
     partnerFees,
     serviceShare,
     partnerNet: minus(partnerFees, serviceShare),
+    ...owed(BigInt(row.owed_raw)),
   };
 }
+
+const owed = (raw: bigint) => ({ owedToPartnerUsdc: toJsonNumber(rawToUsdc(raw)), owedToPartnerUsdcRaw: raw.toString() });
 
 // Integer token arithmetic in PostgreSQL numeric (exact): floor() of a quotient by 10000 of integers.
 const REVENUE_SQL = `
@@ -91,7 +103,9 @@ const REVENUE_SQL = `
          coalesce(sum(q.fee_mxn) FILTER (WHERE o.fee_recipient = 'PARTNER'), 0) AS fees_mxn,
          coalesce(sum(floor(o.amount_raw * o.fee_bps / 10000)) FILTER (WHERE o.fee_recipient = 'PARTNER'), 0) AS fees_raw,
          coalesce(sum(round(q.fee_mxn * o.treasury_share_bps / 10000, 2)) FILTER (WHERE o.fee_recipient = 'PARTNER'), 0) AS share_mxn,
-         coalesce(sum(floor(floor(o.amount_raw * o.fee_bps / 10000) * o.treasury_share_bps / 10000)) FILTER (WHERE o.fee_recipient = 'PARTNER'), 0) AS share_raw
+         coalesce(sum(floor(floor(o.amount_raw * o.fee_bps / 10000) * o.treasury_share_bps / 10000)) FILTER (WHERE o.fee_recipient = 'PARTNER'), 0) AS share_raw,
+         coalesce(sum(floor(o.amount_raw * o.fee_bps / 10000) - floor(floor(o.amount_raw * o.fee_bps / 10000) * o.treasury_share_bps / 10000))
+           FILTER (WHERE o.fee_recipient = 'PARTNER' AND o.partner_fee_owed), 0) AS owed_raw
     FROM partners p
     LEFT JOIN orders o ON o.partner_id = p.id AND o.status = 'COMPLETED' AND o.completed_at >= $1 AND o.completed_at < $2
     LEFT JOIN quotes q ON q.id = o.quote_id
@@ -119,11 +133,15 @@ export async function revenueReport(db: Queryable, month?: string) {
       partnerFees: sum(partners.map((row) => row.partnerFees)),
       serviceShare: sum(partners.map((row) => row.serviceShare)),
       partnerNet: sum(partners.map((row) => row.partnerNet)),
+      ...owed(partners.reduce((total, row) => total + BigInt(row.owedToPartnerUsdcRaw), 0n)),
     },
   };
 }
 
-/** `GET /admin/v1/partners/:id/revenue?month=`: one partner's month (zeros when nothing completed). */
+/**
+ * `GET /admin/v1/partners/:id/revenue?month=`: one partner's month (zeros when nothing completed), with
+ * `owedToPartnerUsdc`. The one function for a partner's revenue: the partner dashboard calls it too.
+ */
 export async function partnerRevenue(db: Queryable, partnerId: string, month?: string) {
   const { range, ...shown } = period(month);
   const { rows } = await db.query<RevenueRow>(REVENUE_SQL, [range[0], range[1], partnerId]);

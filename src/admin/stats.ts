@@ -1,19 +1,21 @@
 import type { Queryable } from "../db/pool.ts";
 import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
 import { countDeliveriesByStatus } from "../webhooks/deliveries.ts";
+import { SANCTIONS_HOLD_PENDING } from "./orders.ts";
 
 const TERMINAL: OrderStatus[] = ["COMPLETED", "EXPIRED", "REFUNDED"];
 
 /**
  * `GET /admin/v1/stats`: orders per state (every state of the machine, zeros included), webhook
  * deliveries per status, and the sizes of the operator queues (open disputes; HIGH-risk orders that
- * have not ended).
+ * have not ended; orders held for a sanctions review nobody has decided).
  */
 export async function adminStats(db: Queryable) {
-  const [orders, highRisk, deliveries] = await Promise.all([
+  const [orders, highRisk, deliveries, held] = await Promise.all([
     db.query<{ status: OrderStatus; n: number }>("SELECT status, count(*)::int AS n FROM orders GROUP BY status"),
     db.query<{ n: number }>("SELECT count(*)::int AS n FROM orders WHERE aml_risk_level = 'HIGH' AND status <> ALL($1::text[])", [TERMINAL]),
     countDeliveriesByStatus(db),
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders o WHERE ${SANCTIONS_HOLD_PENDING}`),
   ]);
   const byStatus = Object.fromEntries(ORDER_STATUSES.map((status) => [status, 0])) as Record<OrderStatus, number>;
   for (const row of orders.rows) byStatus[row.status] = row.n;
@@ -21,7 +23,7 @@ export async function adminStats(db: Queryable) {
   return {
     orders: { byStatus, total: total(byStatus) },
     deliveries: { byStatus: deliveries, total: total(deliveries) },
-    queues: { disputes: byStatus.DISPUTED, highRisk: highRisk.rows[0]!.n },
+    queues: { disputes: byStatus.DISPUTED, highRisk: highRisk.rows[0]!.n, sanctionsHolds: held.rows[0]!.n },
     generatedAt: new Date().toISOString(),
   };
 }

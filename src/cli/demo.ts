@@ -1,7 +1,9 @@
 // `npm run demo`: one whole trade against a running sandbox (`npm start`), through the public APIs
 // only, as a partner would drive it: a partner (admin API) whose webhooks come to a receiver this
-// command runs on 127.0.0.1, a user, a quote, an order, then the sandbox helpers for what wallets and
-// banks do (deposit, lock, SPEI payment and its signed report), until the order is COMPLETED.
+// command runs on 127.0.0.1, a user, a quote, an order and the seller's deposit (sandbox helper); then
+// the buyer through the market API as in production (its own wallet signs in, KYC, the order book, a
+// lock permit and its own lock transaction, the SPEI transfer (simulated) and its report), until the
+// order is COMPLETED.
 // Each step is printed as it happens with the elapsed time, and each webhook as it arrives with its
 // signature checked against the partner's webhook secret.
 //
@@ -16,6 +18,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { createWalletClient, defineChain, http as viemHttp, publicActions, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { escrowAbi } from "../chain/escrow-abi.ts";
 import { withCheckDigit } from "../domain/clabe.ts";
 
 type Json = Record<string, unknown>;
@@ -189,13 +194,60 @@ async function main(): Promise<number> {
     await reach("ACTIVE");
     log("order ACTIVE: the indexer saw the deposit");
 
-    const lock = await sandbox<{ txHash: string; buyerWallet: string }>("lock");
-    log(`buyer wallet ${lock.buyerWallet} locked the order (tx ${lock.txHash})`);
+    // The buyer comes in through the market API (decisions 17), as in production: its own wallet (a
+    // fresh key, funded with test ETH by the sandbox faucet), sign-in, KYC, the order book, a lock
+    // permit and its own lock transaction, the payment instructions, the SPEI transfer and the report.
+    const buyerAccount = privateKeyToAccount(generatePrivateKey());
+    const chain = await call<{ rpcUrl: string; chainId: number }>("GET", "/api/v1/sandbox/chain", key);
+    await call("POST", "/api/v1/sandbox/faucet", key, { address: buyerAccount.address, eth: 1, usdc: 0 });
+    log(`buyer wallet ${buyerAccount.address} funded with 1 test ETH for gas (sandbox faucet)`);
+    const challenge = await call<{ message: string }>("POST", "/market/v1/auth/challenge", {}, { address: buyerAccount.address });
+    const session = await call<{ token: string }>("POST", "/market/v1/auth/session", {}, { message: challenge.message, signature: await buyerAccount.signMessage({ message: challenge.message }) });
+    const buyer = { Authorization: `Bearer ${session.token}` };
+    log("buyer signed in to the market with its wallet (Sign-In with Ethereum)");
+    const kyc = await call<{ sessionId: string }>("POST", "/market/v1/me/kyc", buyer, { level: "BASIC", returnUrl: `${baseUrl}/market` });
+    await call("POST", `/market/v1/sandbox/kyc/${kyc.sessionId}/decision`, buyer, { result: "APPROVED" });
+    log(`buyer KYC approved by the (simulated) provider, session ${kyc.sessionId}`);
+    const listed = await until("the order in the market's order book", async () => {
+      for (let offset = 0; ; offset += 100) {
+        const book = await call<{ orders: (Json & { escrowOrderId: string; pricePerUnit: number })[]; hasMore: boolean }>("GET", `/market/v1/orders?limit=100&offset=${offset}`, buyer);
+        const found = book.orders.find((item) => item.escrowOrderId === order.escrowOrderId);
+        if (found || !book.hasMore) return found;
+      }
+    });
+    log(`order found in the market's order book at ${listed.pricePerUnit} MXN per USDC`);
+    const permit = await call<{ permit: { orderId: Hex; buyer: Hex; deadline: number }; signature: Hex; escrowAddress: Hex }>(
+      "POST",
+      `/market/v1/orders/${order.escrowOrderId}/lock-permit`,
+      buyer,
+    );
+    log(`lock permit signed by the service for the buyer's wallet, valid until ${new Date(permit.permit.deadline * 1000).toISOString()}`);
+    const wallet = createWalletClient({
+      account: buyerAccount,
+      chain: defineChain({ id: chain.chainId, name: "sandbox", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } }),
+      transport: viemHttp(chain.rpcUrl),
+    }).extend(publicActions);
+    const lockTx = await wallet.writeContract({
+      address: permit.escrowAddress,
+      abi: escrowAbi,
+      functionName: "lock",
+      args: [{ orderId: permit.permit.orderId, buyer: permit.permit.buyer, deadline: BigInt(permit.permit.deadline) }, permit.signature],
+    });
+    const lockReceipt = await wallet.waitForTransactionReceipt({ hash: lockTx, timeout: STEP_TIMEOUT_MS });
+    if (lockReceipt.status !== "success") throw new DemoError(`the lock transaction ${lockTx} reverted`);
+    log(`buyer wallet ${buyerAccount.address} locked the order with the permit (tx ${lockTx})`);
     const locked = await reach("LOCKED");
     log(`order LOCKED until ${String(locked.lockExpiresAt)}`);
-
-    const paid = await sandbox<{ trackingKey: string; senderBankCode: string; operationDate: string }>("pay");
-    log(`buyer paid ${order.totalMxn} MXN by SPEI (tracking key ${paid.trackingKey}, bank ${paid.senderBankCode}) and reported it, signed by the buyer wallet`);
+    const trade = await call<{ payment: { clabe: string; bankName: string; amountMxn: number; concept: string } }>("GET", `/market/v1/trades/${order.escrowOrderId}`, buyer);
+    log(`the market tells the buyer to pay ${trade.payment.amountMxn} MXN to CLABE ${trade.payment.clabe} (${trade.payment.bankName}) with concept ${trade.payment.concept}`);
+    const paid = await call<{ trackingKey: string; senderBankCode: string; operationDate: string }>("POST", `/market/v1/sandbox/trades/${order.escrowOrderId}/spei`, buyer, {});
+    log(`buyer paid ${order.totalMxn} MXN by SPEI (tracking key ${paid.trackingKey}, bank ${paid.senderBankCode}, simulated)`);
+    const reported = await call<{ paymentReport: { verification: string } }>("POST", `/market/v1/trades/${order.escrowOrderId}/payment`, buyer, {
+      trackingKey: paid.trackingKey,
+      operationDate: paid.operationDate,
+      senderBankCode: paid.senderBankCode,
+    });
+    log(`buyer reported the payment through the market (verification ${reported.paymentReport.verification})`);
     const verified = await reach("PENDING_RELEASE");
     log(`CEP fetched from the central bank's portal and verified at ${String(verified.cepValidatedAt)}: order PENDING_RELEASE, release sent`);
     const completed = await reach("COMPLETED");

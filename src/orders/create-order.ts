@@ -12,7 +12,6 @@ import {
   QuoteUsedError,
   QuoteUserMismatchError,
   UserSanctionedError,
-  ValidationError,
   VolumeLimitExceededError,
 } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
@@ -24,12 +23,20 @@ import { effectiveLimits, type PartnerWithSecrets } from "../partners/partners.t
 import { consumeQuote, findQuote } from "../quotes/quotes.ts";
 import { userVolumes } from "../users/users.ts";
 import { startOrderActor, type OrderEffectPorts } from "./store.ts";
+import { keptTerms, newOrderTerms } from "./terms.ts";
 
 export interface OrderCreationDeps {
   pool: Pool;
   ports: OrderEffectPorts;
   sanctions: SanctionsList;
-  chain: { chainId: number; escrowAddress: Address; usdcAddress: Address; signTerms(terms: OrderTerms): Promise<Hex> };
+  chain: {
+    chainId: number;
+    escrowAddress: Address;
+    usdcAddress: Address;
+    signTerms(terms: OrderTerms): Promise<Hex>;
+    /** The escrow's treasury (read from the contract): the fee recipient of a partner without a fee wallet. */
+    treasuryAddress(): Promise<Address>;
+  };
   timing: { depositTimeoutSeconds: number; listingTimeoutSeconds: number; lockWindowSeconds: number };
 }
 
@@ -39,8 +46,8 @@ export interface NewOrderRequest {
   sellerClabe: string;
 }
 
-/** Sum of `totalMxn` of the partner's orders created since `since` that did not end EXPIRED. */
-async function partnerVolumeSince(db: Pick<Pool, "query">, partnerId: string, since: Date): Promise<string> {
+/** Sum of `totalMxn` of the partner's orders created since `since` that did not end EXPIRED (the volume limits; the dashboard's usage). */
+export async function partnerVolumeSince(db: Pick<Pool, "query">, partnerId: string, since: Date): Promise<string> {
   const { rows } = await db.query<{ total: string }>(
     "SELECT coalesce(sum(total_mxn), 0) AS total FROM orders WHERE partner_id = $1 AND created_at >= $2 AND status <> 'EXPIRED'",
     [partnerId, since],
@@ -90,12 +97,14 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
 
     let feeRecipientAddress: Address = zeroAddress;
     let treasuryShareBps = 0;
+    const feeBps = quote.feeRecipient === "NONE" ? 0 : money(quote.feePercent).times(100).toNumber();
+    // A partner without a fee wallet is paid through the treasury (decisions 5): the terms name the treasury
+    // as the fee recipient, so it is credited the whole fee, and the partner's part is recorded as owed.
+    const partnerFeeOwed = quote.feeRecipient === "PARTNER" && !partner.feeWallet && feeBps > 0;
     if (quote.feeRecipient === "PARTNER") {
-      if (!partner.feeWallet) throw new ValidationError("The partner has no fee wallet configured, so a PARTNER fee cannot be paid");
-      feeRecipientAddress = getAddress(partner.feeWallet);
+      feeRecipientAddress = partner.feeWallet ? getAddress(partner.feeWallet) : partnerFeeOwed ? getAddress(await deps.chain.treasuryAddress()) : zeroAddress;
       treasuryShareBps = money(limits.revenueSharePercent).times(100).toNumber();
     }
-    const feeBps = quote.feeRecipient === "NONE" ? 0 : money(quote.feePercent).times(100).toNumber();
 
     const { rows: walletRows } = await tx.query<{ wallet: string }>(
       `SELECT DISTINCT w AS wallet FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL`,
@@ -118,24 +127,25 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     const escrowOrderId = `0x${randomBytes(32).toString("hex")}` as Hex;
     const amountRaw = usdcToRaw(quote.amountUsdc);
     const depositDeadline = new Date(now.getTime() + deps.timing.depositTimeoutSeconds * 1000);
-    const terms: OrderTerms = {
-      orderId: escrowOrderId,
+    // Built and signed once, here, and kept with the order (src/orders/terms.ts owns them).
+    const terms = newOrderTerms({
+      escrowOrderId,
       token: deps.chain.usdcAddress,
-      amount: amountRaw,
+      amountRaw,
       feeBps,
       feeRecipient: feeRecipientAddress,
       treasuryShareBps,
-      depositDeadline: BigInt(Math.floor(depositDeadline.getTime() / 1000)),
-      listingWindow: BigInt(deps.timing.listingTimeoutSeconds),
-      lockWindow: BigInt(deps.timing.lockWindowSeconds),
-    };
+      depositDeadline,
+      listingWindowSeconds: deps.timing.listingTimeoutSeconds,
+      lockWindowSeconds: deps.timing.lockWindowSeconds,
+    });
     const signature = await deps.chain.signTerms(terms);
 
     await tx.query(
       `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
          fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
-         deposit_signature, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, '{}', 'PENDING_DEPOSIT', $17, $21)`,
+         deposit_signature, deposit_terms, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at, partner_fee_owed)
+       VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, '{}', 'PENDING_DEPOSIT', $17, $21, $22)`,
       [
         orderId,
         partner.id,
@@ -158,6 +168,8 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
         aml.score,
         aml.level,
         now,
+        partnerFeeOwed,
+        JSON.stringify(keptTerms(terms)),
       ],
     );
     await tx.query("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]);

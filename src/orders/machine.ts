@@ -1,4 +1,4 @@
-import { assign, enqueueActions, setup } from "xstate";
+import { and, assign, enqueueActions, setup } from "xstate";
 
 // The order state machine: it mirrors the spec's status chart (8 states, terminal states final) and is
 // the only code that decides a status change. It is pure: `transition(orderMachine, snapshot, event)`
@@ -12,7 +12,7 @@ export type OrderStatus = (typeof ORDER_STATUSES)[number];
 export const DISPUTE_OUTCOMES = ["BUYER", "SELLER", "NO_FAULT_RELEASE", "NO_FAULT_REFUND", "NO_FAULT_RETRY"] as const;
 export type DisputeOutcome = (typeof DISPUTE_OUTCOMES)[number];
 export type RefundReason = "LOCK_EXPIRED" | "LISTING_EXPIRED" | "CANCELLED" | "DISPUTE";
-export type TimerKind = "DEPOSIT_TIMEOUT" | "LISTING_TIMEOUT" | "LOCK_TIMEOUT";
+export type TimerKind = "DEPOSIT_TIMEOUT" | "LISTING_TIMEOUT" | "LOCK_TIMEOUT" | "REFUND_GRACE_TIMEOUT";
 export type ChainAction = "confirmPayment" | "cancel" | "expireListing" | "refundExpiredLock" | "resolveDispute";
 export type EventType =
   | "order.created"
@@ -48,6 +48,53 @@ export interface OrderContext {
   /** The administrator's resolution, asked for while DISPUTED and not yet seen on chain (one per dispute). */
   resolutionRequest: { outcome: DisputeOutcome; note: string | null; requestedAt: string } | null;
   cancelRequested: boolean;
+  /**
+   * A deposit that landed after the order had ended (EXPIRED by its deposit timer or a cancellation):
+   * the service refunds it to its depositor (decisions 19). Absent in snapshots older than it.
+   */
+  lateDeposit?: { txHash: string; seller: string; at: string; refundTxHash: string | null } | null;
+  /**
+   * The buyer's wallet was on the sanctions list when the order was locked (decisions 19): the order
+   * waits in the operator's review queue and no release is sent until an operator decides. Absent in
+   * snapshots older than it.
+   */
+  sanctionsHold?: SanctionsHold | null;
+  /**
+   * The escrow's REFUND_GRACE_SECONDS, taken at the lock (decisions 19): after `lockExpiresAt` the service
+   * alone may refund the lock for this long, and a payment made inside the window may still be confirmed.
+   * Absent in snapshots older than it (0: no grace).
+   */
+  refundGraceSeconds?: number;
+  /** The lock timer found a report of an in-window payment being verified: the refund waits for its verdict or the grace's end. */
+  lockRefundDeferred?: boolean;
+  /** The lock-expiry refund has been asked for (the transaction is on its way). */
+  lockRefundRequested?: boolean;
+}
+
+export const HOLD_DECISIONS = ["RELEASE", "REFUND"] as const;
+export type HoldDecision = (typeof HOLD_DECISIONS)[number];
+
+export interface SanctionsHold {
+  buyerWallet: string;
+  /** The sanctions list entry that names the wallet. */
+  listEntry: string | null;
+  since: string;
+  /** A payment verified while held: its release waits for the operator. */
+  paymentVerifiedAt: string | null;
+  /** The operator's decision: RELEASE lifts the hold, REFUND keeps it and lets the lock be refunded. */
+  decision: HoldDecision | null;
+  note: string | null;
+  decidedAt: string | null;
+}
+
+/**
+ * When the order completed: the release block's time, but never before the steps the service timed
+ * itself (CEP validation, a dispute resolution request). Block times are whole seconds, so a release
+ * mined in the second of its verification is stamped with that second's start, before the verification.
+ */
+function completionTime(context: OrderContext, blockAt: string): string {
+  const times = [blockAt, context.cepValidatedAt, context.resolutionRequest?.requestedAt].filter((time): time is string => typeof time === "string");
+  return times.reduce((latest, time) => (Date.parse(time) > Date.parse(latest) ? time : latest));
 }
 
 export interface OrderInput {
@@ -58,14 +105,17 @@ export interface OrderInput {
 /** Events: chain facts arrive through the indexer; timers from pg-boss; requests from the API. */
 export type OrderEvent =
   | { type: "DEPOSIT_CONFIRMED"; txHash: string; seller: string; listingExpiresAt: string; at: string }
-  | { type: "LOCKED"; txHash: string; buyer: string; lockExpiresAt: string; at: string }
+  | { type: "LOCKED"; txHash: string; buyer: string; lockExpiresAt: string; at: string; sanctionedBuyer?: { listEntry: string | null }; refundGraceSeconds?: number }
   | { type: "RELEASED"; txHash: string; at: string }
   | { type: "REFUNDED"; txHash: string; reason: RefundReason; at: string }
   | { type: "DISPUTE_OPENED"; txHash: string; openedBy: string; byBuyer: boolean; at: string }
   | { type: "DISPUTE_RESOLVED"; txHash: string; outcome: DisputeOutcome; newLockExpiresAt: string | null; at: string }
+  /** The lock timer found the escrow's effective lock expiry later than the order's (the escrow was paused). */
+  | { type: "LOCK_EXPIRY_MOVED"; dueAt: string; lockExpiresAt: string; at: string }
   | { type: "RESOLUTION_REQUESTED"; outcome: DisputeOutcome; note: string | null; at: string }
   | { type: "TIMER_FIRED"; timer: TimerKind; dueAt: string; at: string }
   | { type: "CANCEL"; at: string }
+  | { type: "HOLD_DECIDED"; decision: HoldDecision; note: string | null; at: string }
   | ({ type: "PAYMENT_VERIFIED"; cepHash: string; amountMxn: string; paidAt: string | null; at: string } & PaymentReportId)
   | ({ type: "PAYMENT_REJECTED"; reason: string; message: string; at: string } & PaymentReportId)
   | ({ type: "PAYMENT_REPORTED"; at: string } & PaymentReport);
@@ -83,6 +133,35 @@ export interface PaymentReportId {
 export interface PaymentReport extends PaymentReportId {
   /** What the buyer says was paid, 2 decimals: the portal looks a payment up by its exact amount. */
   amountMxn: string;
+}
+
+/** A sanctions hold that still stops the release (none, or no operator decision to release). */
+export function releaseHeld(context: Pick<OrderContext, "sanctionsHold">): boolean {
+  return !!context.sanctionsHold && context.sanctionsHold.decision !== "RELEASE";
+}
+
+/** When the lock's refund grace period ends: `lockExpiresAt` + the escrow's REFUND_GRACE_SECONDS. */
+export function lockGraceEndsAt(context: Pick<OrderContext, "lockExpiresAt" | "refundGraceSeconds">): string | null {
+  if (context.lockExpiresAt === null) return null;
+  return new Date(Date.parse(context.lockExpiresAt) + (context.refundGraceSeconds ?? 0) * 1000).toISOString();
+}
+
+const mexicoDay = (iso: string) => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Mexico_City", year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(iso));
+
+/** A report names a payment made inside the lock window: its operation day (Mexico City) is one of the window's days. */
+export function reportInLockWindow(context: Pick<OrderContext, "lockedAt" | "lockExpiresAt">, report: PaymentReportId): boolean {
+  if (context.lockedAt === null || context.lockExpiresAt === null) return false;
+  return report.operationDate >= mexicoDay(context.lockedAt) && report.operationDate <= mexicoDay(context.lockExpiresAt);
+}
+
+/** A report of an in-window payment is being verified: the lock-expiry refund waits for it (decisions 19). */
+export function inWindowPaymentBeingVerified(context: OrderContext): boolean {
+  return (context.verifyingPayments ?? []).some((report) => reportInLockWindow(context, report));
+}
+
+/** A verified payment held for a sanctions review also holds the lock-expiry refund, unless the operator chose REFUND. */
+function heldPaymentBlocksRefund(context: OrderContext): boolean {
+  return releaseHeld(context) && context.sanctionsHold?.decision !== "REFUND" && context.cepHash !== null;
 }
 
 /** Two reports name the same payment: tracking keys compare without letter case, like the portal's. */
@@ -120,6 +199,21 @@ export const orderMachine = setup({
     startTimer: (_, _params: { timer: TimerKind; dueAt: string }) => undefined,
     sendTransaction: (_, _params: { action: ChainAction; params?: { outcome: DisputeOutcome } }) => undefined,
     verifyPayment: (_, _params: { cepTrackingKey: string; operationDate: string; senderBankCode: string }) => undefined,
+    // Screening at the lock (decisions 19): a listed buyer's order is held for the operator's review.
+    holdSanctionedBuyer: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== "LOCKED" || !event.sanctionedBuyer) return;
+      const hold: SanctionsHold = {
+        buyerWallet: event.buyer,
+        listEntry: event.sanctionedBuyer.listEntry,
+        since: event.at,
+        paymentVerifiedAt: null,
+        decision: null,
+        note: null,
+        decidedAt: null,
+      };
+      enqueue.assign({ sanctionsHold: hold });
+      enqueue({ type: "timeline", params: { event: "SANCTIONS_HOLD", data: { buyerWallet: event.buyer, listEntry: hold.listEntry } } } as never);
+    }),
     openDispute: enqueueActions(({ enqueue, event }) => {
       if (event.type !== "DISPUTE_OPENED") return;
       const openedBy = event.byBuyer ? ("BUYER" as const) : ("SELLER" as const);
@@ -135,16 +229,31 @@ export const orderMachine = setup({
   guards: {
     // Payment proof: a report is verified once at a time, and only a verdict on a report being verified counts.
     paymentNotBeingVerified: ({ context, event }) => event.type === "PAYMENT_REPORTED" && !paymentBeingVerified(context, event),
+    // Before the lock expires, or after it within the refund grace period as long as the lock-expiry refund
+    // has not been asked for (decisions 19: a verified payment beats the clock).
     paymentVerifiedInLockWindow: ({ context, event }) =>
       event.type === "PAYMENT_VERIFIED" &&
       paymentBeingVerified(context, event) !== undefined &&
       context.lockExpiresAt !== null &&
-      Date.parse(event.at) < Date.parse(context.lockExpiresAt),
+      (Date.parse(event.at) < Date.parse(context.lockExpiresAt) || (!context.lockRefundRequested && Date.parse(event.at) < Date.parse(lockGraceEndsAt(context)!))),
+    heldForReview: ({ context }) => releaseHeld(context),
+    // An operator decision applies to a hold nobody has decided yet.
+    holdUndecidedReleaseWithPayment: ({ context, event }) =>
+      event.type === "HOLD_DECIDED" && event.decision === "RELEASE" && !!context.sanctionsHold && context.sanctionsHold.decision === null && context.sanctionsHold.paymentVerifiedAt !== null,
+    holdUndecided: ({ context }) => !!context.sanctionsHold && context.sanctionsHold.decision === null,
+    // A verified payment held for review also holds the lock-expiry refund: the operator decides.
+    lockTimerDueWithHeldPayment: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && heldPaymentBlocksRefund(context),
+    lockTimerDueWhileVerifying: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && inWindowPaymentBeingVerified(context),
+    // The grace period ended with the refund still waiting: the chain no longer takes the payment's confirmation.
+    graceTimerDue: ({ context, event }) =>
+      timerMatches("REFUND_GRACE_TIMEOUT", lockGraceEndsAt)({ context, event }) && !!context.lockRefundDeferred && !heldPaymentBlocksRefund(context),
+    lockExpiryMoved: ({ context, event }) =>
+      event.type === "LOCK_EXPIRY_MOVED" && event.dueAt === context.lockExpiresAt && Date.parse(event.lockExpiresAt) > Date.parse(event.dueAt),
     paymentRejectedWhileVerified: ({ context, event }) => event.type === "PAYMENT_REJECTED" && paymentBeingVerified(context, event) !== undefined,
     lockRefundedBeforeRelease: ({ event }) => event.type === "REFUNDED" && event.reason === "LOCK_EXPIRED",
     depositTimerDue: timerMatches("DEPOSIT_TIMEOUT", (context) => context.expiresAt),
     listingTimerDue: timerMatches("LISTING_TIMEOUT", (context) => context.expiresAt),
-    lockTimerDue: timerMatches("LOCK_TIMEOUT", (context) => context.lockExpiresAt),
+    lockTimerDue: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && !context.lockRefundRequested,
     // Named (not inline) so the definition served to the operator console labels each edge.
     cancelNotRequested: ({ context }) => !context.cancelRequested,
     refundedForListingExpiry: ({ event }) => event.type === "REFUNDED" && event.reason === "LISTING_EXPIRED",
@@ -156,6 +265,9 @@ export const orderMachine = setup({
       event.type === "REFUNDED" && event.reason === "DISPUTE" && (context.disputeOutcome === "SELLER" || context.disputeOutcome === "NO_FAULT_REFUND"),
     // One resolution per dispute: asking again while the first is on its way sends nothing.
     noResolutionPending: ({ context }) => !context.resolutionRequest,
+    // A deposit for an order that ended before any deposit was seen (decisions 19): refunded, never kept.
+    depositAfterOrderEnded: ({ context }) => context.escrowTxHash === null && !context.lateDeposit,
+    lateDepositRefunded: ({ context }) => !!context.lateDeposit && context.lateDeposit.refundTxHash === null,
   },
 }).createMachine({
   id: "order",
@@ -179,6 +291,11 @@ export const orderMachine = setup({
     disputeOutcome: null,
     resolutionRequest: null,
     cancelRequested: false,
+    lateDeposit: null,
+    sanctionsHold: null,
+    refundGraceSeconds: 0,
+    lockRefundDeferred: false,
+    lockRefundRequested: false,
   }),
   states: {
     PENDING_DEPOSIT: {
@@ -213,10 +330,18 @@ export const orderMachine = setup({
         LOCKED: {
           target: "LOCKED",
           actions: [
-            assign(({ event }) => ({ buyerWallet: event.buyer, lockedAt: event.at, lockExpiresAt: event.lockExpiresAt })),
+            assign(({ event }) => ({
+              buyerWallet: event.buyer,
+              lockedAt: event.at,
+              lockExpiresAt: event.lockExpiresAt,
+              refundGraceSeconds: event.refundGraceSeconds ?? 0,
+              lockRefundDeferred: false,
+              lockRefundRequested: false,
+            })),
             { type: "timeline", params: ({ event }) => ({ event: "LOCKED", data: { txHash: event.txHash, buyerWallet: event.buyer, lockExpiresAt: event.lockExpiresAt } }) },
             { type: "notify", params: ({ event }) => ({ eventType: "order.locked" as const, data: { buyerWallet: event.buyer, lockExpiresAt: event.lockExpiresAt } }) },
             { type: "startTimer", params: ({ event }) => ({ timer: "LOCK_TIMEOUT" as const, dueAt: event.lockExpiresAt }) },
+            "holdSanctionedBuyer",
           ],
         },
         // The listing ran out: the escrow is refunded on chain; the order ends EXPIRED when that is seen.
@@ -284,19 +409,69 @@ export const orderMachine = setup({
         },
         // Only a report being verified, and only before the lock expires: after it the lock-expiry refund
         // may already be on its way, and the release must never race it.
-        PAYMENT_VERIFIED: {
-          guard: "paymentVerifiedInLockWindow",
-          target: "PENDING_RELEASE",
-          actions: [
-            assign(({ event }) => ({ cepTrackingKey: event.cepTrackingKey, cepHash: event.cepHash, cepValidatedAt: event.at, verifyingPayments: [] })),
-            {
-              type: "timeline",
-              params: ({ event }) => ({ event: "PAYMENT_VERIFIED", data: { cepTrackingKey: event.cepTrackingKey, amountMxn: event.amountMxn, paidAt: event.paidAt } }),
-            },
-            { type: "notify", params: ({ event }) => ({ eventType: "order.payment_verified" as const, data: { cepTrackingKey: event.cepTrackingKey, cepValidatedAt: event.at } }) },
-            { type: "sendTransaction", params: { action: "confirmPayment" as const } },
-          ],
-        },
+        PAYMENT_VERIFIED: [
+          {
+            // Held for review (a sanctioned buyer): the payment is recorded, its CEP reserved, and no
+            // release is sent; the operator's decision (HOLD_DECIDED) releases or refunds.
+            guard: and(["paymentVerifiedInLockWindow", "heldForReview"]),
+            actions: [
+              assign(({ context, event }) => ({
+                cepTrackingKey: event.cepTrackingKey,
+                cepHash: event.cepHash,
+                cepValidatedAt: event.at,
+                verifyingPayments: [],
+                sanctionsHold: { ...context.sanctionsHold!, paymentVerifiedAt: event.at },
+              })),
+              {
+                type: "timeline",
+                params: ({ event }) => ({ event: "PAYMENT_VERIFIED_HELD", data: { cepTrackingKey: event.cepTrackingKey, amountMxn: event.amountMxn, paidAt: event.paidAt } }),
+              },
+            ],
+          },
+          {
+            guard: "paymentVerifiedInLockWindow",
+            target: "PENDING_RELEASE",
+            actions: [
+              assign(({ event }) => ({ cepTrackingKey: event.cepTrackingKey, cepHash: event.cepHash, cepValidatedAt: event.at, verifyingPayments: [] })),
+              {
+                type: "timeline",
+                params: ({ event }) => ({ event: "PAYMENT_VERIFIED", data: { cepTrackingKey: event.cepTrackingKey, amountMxn: event.amountMxn, paidAt: event.paidAt } }),
+              },
+              { type: "notify", params: ({ event }) => ({ eventType: "order.payment_verified" as const, data: { cepTrackingKey: event.cepTrackingKey, cepValidatedAt: event.at } }) },
+              { type: "sendTransaction", params: { action: "confirmPayment" as const } },
+            ],
+          },
+        ],
+        // The operator's decision on a sanctions hold (POST /admin/v1/orders/:id/review).
+        HOLD_DECIDED: [
+          {
+            // Released with a payment already verified: the release the hold stopped is sent now.
+            guard: "holdUndecidedReleaseWithPayment",
+            target: "PENDING_RELEASE",
+            actions: [
+              assign(({ context, event }) => ({ sanctionsHold: { ...context.sanctionsHold!, decision: event.decision, note: event.note, decidedAt: event.at } })),
+              { type: "timeline", params: ({ event }) => ({ event: "HOLD_DECIDED", data: { decision: event.decision, note: event.note } }) },
+              { type: "timeline", params: ({ context }) => ({ event: "PAYMENT_VERIFIED", data: { cepTrackingKey: context.cepTrackingKey, releasedAfterHold: true } }) },
+              { type: "notify", params: ({ context }) => ({ eventType: "order.payment_verified" as const, data: { cepTrackingKey: context.cepTrackingKey, cepValidatedAt: context.cepValidatedAt } }) },
+              { type: "sendTransaction", params: { action: "confirmPayment" as const } },
+            ],
+          },
+          {
+            guard: "holdUndecided",
+            actions: enqueueActions(({ context, event, enqueue }) => {
+              if (event.type !== "HOLD_DECIDED") return;
+              enqueue.assign({ sanctionsHold: { ...context.sanctionsHold!, decision: event.decision, note: event.note, decidedAt: event.at } });
+              enqueue({ type: "timeline", params: { event: "HOLD_DECIDED", data: { decision: event.decision, note: event.note } } } as never);
+              // REFUND once the lock has expired: the refund the hold kept back is asked for now; before
+              // that, the lock timer asks for it as usual.
+              if (event.decision === "REFUND" && context.lockExpiresAt !== null && Date.parse(event.at) >= Date.parse(context.lockExpiresAt)) {
+                enqueue.assign({ lockRefundRequested: true });
+                enqueue({ type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_REQUESTED", data: {} } } as never);
+                enqueue({ type: "sendTransaction", params: { action: "refundExpiredLock" } } as never);
+              }
+            }),
+          },
+        ],
         PAYMENT_REJECTED: {
           guard: "paymentRejectedWhileVerified",
           actions: [
@@ -308,13 +483,55 @@ export const orderMachine = setup({
                 data: { cepTrackingKey: event.cepTrackingKey, operationDate: event.operationDate, senderBankCode: event.senderBankCode, reason: event.reason, message: event.message },
               }),
             },
+            // The refund that waited for this verdict: asked for now, unless another in-window report is still being verified.
+            enqueueActions(({ context, enqueue }) => {
+              if (!context.lockRefundDeferred || inWindowPaymentBeingVerified(context) || heldPaymentBlocksRefund(context)) return;
+              enqueue.assign({ lockRefundDeferred: false, lockRefundRequested: true });
+              enqueue({ type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_REQUESTED", data: { after: "PAYMENT_REJECTED" } } } as never);
+              enqueue({ type: "sendTransaction", params: { action: "refundExpiredLock" } } as never);
+            }),
           ],
         },
-        TIMER_FIRED: {
-          guard: "lockTimerDue",
+        TIMER_FIRED: [
+          {
+            guard: "lockTimerDueWithHeldPayment",
+            actions: { type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_HELD", data: { reason: "SANCTIONS_HOLD" } } },
+          },
+          {
+            // A report of a payment made inside the window is being verified: the refund waits for its
+            // verdict (PAYMENT_REJECTED asks for it) or for the end of the grace period, whichever first.
+            guard: "lockTimerDueWhileVerifying",
+            actions: [
+              assign({ lockRefundDeferred: true }),
+              { type: "timeline", params: ({ context }) => ({ event: "LOCK_EXPIRY_REFUND_DEFERRED", data: { reason: "PAYMENT_BEING_VERIFIED", graceEndsAt: lockGraceEndsAt(context) } }) },
+              { type: "startTimer", params: ({ context }) => ({ timer: "REFUND_GRACE_TIMEOUT" as const, dueAt: lockGraceEndsAt(context)! }) },
+            ],
+          },
+          {
+            guard: "lockTimerDue",
+            actions: [
+              assign({ lockRefundRequested: true }),
+              { type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_REQUESTED", data: {} } },
+              { type: "sendTransaction", params: { action: "refundExpiredLock" as const } },
+            ],
+          },
+          {
+            guard: "graceTimerDue",
+            actions: [
+              assign({ lockRefundDeferred: false, lockRefundRequested: true }),
+              { type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_REQUESTED", data: { after: "REFUND_GRACE_TIMEOUT" } } },
+              { type: "sendTransaction", params: { action: "refundExpiredLock" as const } },
+            ],
+          },
+        ],
+        // Pausing the escrow stops lock time (decisions 19): the lock timer found the chain's effective
+        // expiry later, and the order's expiry and timer follow it.
+        LOCK_EXPIRY_MOVED: {
+          guard: "lockExpiryMoved",
           actions: [
-            { type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_REQUESTED", data: {} } },
-            { type: "sendTransaction", params: { action: "refundExpiredLock" as const } },
+            assign(({ event }) => ({ lockExpiresAt: event.lockExpiresAt, lockRefundDeferred: false })),
+            { type: "timeline", params: ({ event }) => ({ event: "LOCK_EXPIRY_MOVED", data: { from: event.dueAt, lockExpiresAt: event.lockExpiresAt, reason: "ESCROW_PAUSED" } }) },
+            { type: "startTimer", params: ({ event }) => ({ timer: "LOCK_TIMEOUT" as const, dueAt: event.lockExpiresAt }) },
           ],
         },
         REFUNDED: {
@@ -336,9 +553,9 @@ export const orderMachine = setup({
         RELEASED: {
           target: "COMPLETED",
           actions: [
-            assign(({ event }) => ({ releaseTxHash: event.txHash, completedAt: event.at })),
+            assign(({ context, event }) => ({ releaseTxHash: event.txHash, completedAt: completionTime(context, event.at) })),
             { type: "timeline", params: ({ event }) => ({ event: "COMPLETED", data: { releaseTxHash: event.txHash } }) },
-            { type: "notify", params: ({ event }) => ({ eventType: "order.completed" as const, data: { completedAt: event.at, releaseTxHash: event.txHash } }) },
+            { type: "notify", params: ({ context, event }) => ({ eventType: "order.completed" as const, data: { completedAt: completionTime(context, event.at), releaseTxHash: event.txHash } }) },
           ],
         },
         // A dispute opened on chain before the release transaction was mined: the chain refused the
@@ -376,7 +593,7 @@ export const orderMachine = setup({
             guard: "retryOutcome",
             target: "LOCKED",
             actions: [
-              assign(({ event }) => ({ disputeOutcome: event.outcome, lockExpiresAt: event.newLockExpiresAt, resolutionRequest: null })),
+              assign(({ event }) => ({ disputeOutcome: event.outcome, lockExpiresAt: event.newLockExpiresAt, resolutionRequest: null, lockRefundDeferred: false, lockRefundRequested: false })),
               { type: "timeline", params: ({ event }) => ({ event: "DISPUTE_RESOLVED", data: { outcome: event.outcome, txHash: event.txHash, lockExpiresAt: event.newLockExpiresAt } }) },
               {
                 type: "notify",
@@ -400,13 +617,13 @@ export const orderMachine = setup({
           guard: "releasingOutcome",
           target: "COMPLETED",
           actions: [
-            assign(({ event }) => ({ releaseTxHash: event.txHash, completedAt: event.at })),
+            assign(({ context, event }) => ({ releaseTxHash: event.txHash, completedAt: completionTime(context, event.at) })),
             { type: "timeline", params: ({ event }) => ({ event: "COMPLETED", data: { releaseTxHash: event.txHash } }) },
             {
               type: "notify",
               params: ({ context, event }) => ({
                 eventType: "order.dispute_resolved" as const,
-                data: { outcome: context.disputeOutcome, openedBy: context.disputeOpenedBy, completedAt: event.at, releaseTxHash: event.txHash },
+                data: { outcome: context.disputeOutcome, openedBy: context.disputeOpenedBy, completedAt: completionTime(context, event.at), releaseTxHash: event.txHash },
               }),
             },
           ],
@@ -433,6 +650,31 @@ export const orderMachine = setup({
     EXPIRED: {
       type: "final",
       entry: { type: "notify", params: { eventType: "order.expired", data: {} } },
+      // Side path of a final state (the status never changes): a deposit mined before the on-chain deposit
+      // deadline but seen after the order ended (its deposit timer, or a cancellation while PENDING_DEPOSIT)
+      // is refunded to its depositor with the escrow's service-only cancel, sent once; the refund is
+      // recorded on the order when the chain shows it.
+      on: {
+        DEPOSIT_CONFIRMED: {
+          guard: "depositAfterOrderEnded",
+          actions: [
+            assign(({ event }) => ({
+              escrowTxHash: event.txHash,
+              sellerWallet: event.seller,
+              lateDeposit: { txHash: event.txHash, seller: event.seller, at: event.at, refundTxHash: null },
+            })),
+            { type: "timeline", params: ({ event }) => ({ event: "LATE_DEPOSIT_REFUND_REQUESTED", data: { txHash: event.txHash, sellerWallet: event.seller } }) },
+            { type: "sendTransaction", params: { action: "cancel" as const } },
+          ],
+        },
+        REFUNDED: {
+          guard: "lateDepositRefunded",
+          actions: [
+            assign(({ context, event }) => ({ refundTxHash: event.txHash, lateDeposit: { ...context.lateDeposit!, refundTxHash: event.txHash } })),
+            { type: "timeline", params: ({ context, event }) => ({ event: "LATE_DEPOSIT_REFUNDED", data: { refundTxHash: event.txHash, sellerWallet: context.lateDeposit!.seller, reason: event.reason } }) },
+          ],
+        },
+      },
     },
     REFUNDED: { type: "final" },
   },

@@ -4,6 +4,7 @@ import { NotFoundError } from "../domain/errors.ts";
 import { money, toCents, toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import type { OrderStatus } from "./machine.ts";
+import { signedTermsOf, type SignedTerms } from "./terms.ts";
 
 interface OrderRow {
   id: string;
@@ -23,6 +24,7 @@ interface OrderRow {
   bank_code: string;
   deposit_deadline: Date;
   deposit_signature: string;
+  deposit_terms: SignedTerms | null;
   aml_risk_score: number;
   aml_risk_level: "LOW" | "MEDIUM" | "HIGH";
   expires_at: Date;
@@ -32,6 +34,8 @@ interface OrderRow {
   locked_at: Date | null;
   lock_expires_at: Date | null;
   cep_tracking_key: string | null;
+  /** What the buyer writes in the SPEI concept (OFR + 7 digits, decisions 17); the CEP check requires it. */
+  payment_concept: string;
   cep_validated_at: Date | null;
   release_tx_hash: string | null;
   refund_tx_hash: string | null;
@@ -47,7 +51,7 @@ const SELECT_ORDER = "SELECT o.*, u.partner_user_ref FROM orders o JOIN users u 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
 /** Seller's asking price in MXN per token unit (4 decimals, decisions section 6). */
-function pricePerUnit(row: OrderRow) {
+export function pricePerUnit(row: Pick<OrderRow, "total_mxn" | "amount_usdc">) {
   return money(row.total_mxn).dividedBy(row.amount_usdc).toDecimalPlaces(4);
 }
 
@@ -83,23 +87,15 @@ function depositView(row: OrderRow, chain: DepositInstructions, lockWindowSecond
     tokenAddress: chain.tokenAddress,
     amountRaw: row.amount_raw,
     deadline: row.deposit_deadline.toISOString(),
-    terms: {
-      orderId: row.escrow_order_id,
-      token: chain.tokenAddress,
-      amount: row.amount_raw,
-      feeBps: row.fee_bps,
-      feeRecipient: row.fee_recipient_address,
-      treasuryShareBps: row.treasury_share_bps,
-      depositDeadline: String(Math.floor(row.deposit_deadline.getTime() / 1000)),
-      listingWindow: String(listingWindowSeconds),
-      lockWindow: String(lockWindowSeconds),
-    },
+    // As signed when the order was created (src/orders/terms.ts), whatever the configuration is now.
+    terms: signedTermsOf(row, { tokenAddress: chain.tokenAddress, listingWindowSeconds, lockWindowSeconds }),
     signature: row.deposit_signature,
   };
 }
 
 export interface OrderViewContext {
   chain: DepositInstructions;
+  /** The windows of today's configuration: only for orders whose signed terms were not kept (terms.ts). */
   listingWindowSeconds: number;
   lockWindowSeconds: number;
 }
@@ -152,6 +148,7 @@ export function orderDetailView(row: OrderRow, timeline: TimelineEntry[], contex
     bankAccount: { bankName: findParticipantByClabePrefix(row.bank_code)?.name ?? row.bank_code, bankCode: row.bank_code, clabe: row.seller_clabe },
     cepValidatedAt: iso(row.cep_validated_at),
     cepTrackingKey: row.cep_tracking_key,
+    paymentConcept: row.payment_concept,
     amlRiskScore: row.aml_risk_score,
     dispute: row.dispute_opened_by ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome } : null,
     timeline,

@@ -1,3 +1,4 @@
+import { withAudit, type AuditContext } from "../dashboard/audit.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
@@ -88,10 +89,10 @@ export interface CreatedPartner {
   webhookSecret: string;
 }
 
-export async function createPartner(db: Queryable, input: NewPartner): Promise<CreatedPartner> {
+export async function createPartner(db: Queryable, input: NewPartner, audit?: AuditContext): Promise<CreatedPartner> {
   const apiKey = generateApiKey();
   const webhookSecret = generateWebhookSecret();
-  const { rows } = await db.query<PartnerRow>(
+  const statement = withAudit(
     `INSERT INTO partners (id, name, tier, kyc_model, api_key_hash, api_key_prefix, webhook_secret, webhook_url, ip_allow_list, fee_wallet, limits)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
     [
@@ -107,7 +108,11 @@ export async function createPartner(db: Queryable, input: NewPartner): Promise<C
       input.feeWallet ?? null,
       JSON.stringify(input.limits ?? {}),
     ],
+    audit,
+    "partner.created",
+    { name: input.name, tier: input.tier, kycModel: input.kycModel },
   );
+  const { rows } = await db.query<PartnerRow>(statement.sql, statement.values);
   return { partner: withoutSecrets(fromRow(rows[0]!)), apiKey, webhookSecret };
 }
 
@@ -158,7 +163,16 @@ const COLUMN: Record<keyof PartnerChanges, string> = {
   limits: "limits",
 };
 
-export async function updatePartner(db: Queryable, id: string, changes: PartnerChanges): Promise<Partner> {
+/** The audit action of a change: the dashboard's single-purpose changes get their own names. */
+function changeAction(changes: PartnerChanges): string {
+  const fields = Object.keys(changes).filter((field) => changes[field as keyof PartnerChanges] !== undefined);
+  if (fields.length === 1 && fields[0] === "webhookUrl") return "webhook_url.updated";
+  if (fields.length === 1 && fields[0] === "ipAllowList") return "ip_allow_list.updated";
+  return "partner.updated";
+}
+
+/** Changes a partner; with `audit`, the change and its audit entry are one statement. */
+export async function updatePartner(db: Queryable, id: string, changes: PartnerChanges, audit?: AuditContext): Promise<Partner> {
   const sets: string[] = [];
   const values: unknown[] = [id];
   for (const [field, value] of Object.entries(changes) as [keyof PartnerChanges, unknown][]) {
@@ -166,32 +180,34 @@ export async function updatePartner(db: Queryable, id: string, changes: PartnerC
     values.push(field === "limits" ? JSON.stringify(value) : value);
     sets.push(`${COLUMN[field]} = $${values.length}`);
   }
-  const { rows } = await db.query<PartnerRow>(
-    `UPDATE partners SET ${[...sets, "updated_at = now()"].join(", ")} WHERE id = $1 RETURNING *`,
-    values,
-  );
+  const statement = withAudit(`UPDATE partners SET ${[...sets, "updated_at = now()"].join(", ")} WHERE id = $1 RETURNING *`, values, audit, changeAction(changes), {
+    changes,
+  });
+  const { rows } = await db.query<PartnerRow>(statement.sql, statement.values);
   if (!rows[0]) throw new NotFoundError(`Partner ${id} does not exist`);
   return withoutSecrets(fromRow(rows[0]));
 }
 
 /** Replaces the partner's one active key: the old key stops working at once. */
-export async function rotateApiKey(db: Queryable, id: string): Promise<{ partner: Partner; apiKey: string }> {
+export async function rotateApiKey(db: Queryable, id: string, audit?: AuditContext): Promise<{ partner: Partner; apiKey: string }> {
   const apiKey = generateApiKey();
-  const { rows } = await db.query<PartnerRow>(
+  const statement = withAudit(
     "UPDATE partners SET api_key_hash = $2, api_key_prefix = $3, updated_at = now() WHERE id = $1 RETURNING *",
     [id, hashApiKey(apiKey), apiKeyPrefix(apiKey)],
+    audit,
+    "api_key.rotated",
+    { apiKeyPrefix: apiKeyPrefix(apiKey) },
   );
+  const { rows } = await db.query<PartnerRow>(statement.sql, statement.values);
   if (!rows[0]) throw new NotFoundError(`Partner ${id} does not exist`);
   return { partner: withoutSecrets(fromRow(rows[0])), apiKey };
 }
 
 /** New webhook secret: every delivery attempt from now on is signed with it. */
-export async function rotateWebhookSecret(db: Queryable, id: string): Promise<{ partner: Partner; webhookSecret: string }> {
+export async function rotateWebhookSecret(db: Queryable, id: string, audit?: AuditContext): Promise<{ partner: Partner; webhookSecret: string }> {
   const webhookSecret = generateWebhookSecret();
-  const { rows } = await db.query<PartnerRow>(
-    "UPDATE partners SET webhook_secret = $2, updated_at = now() WHERE id = $1 RETURNING *",
-    [id, webhookSecret],
-  );
+  const statement = withAudit("UPDATE partners SET webhook_secret = $2, updated_at = now() WHERE id = $1 RETURNING *", [id, webhookSecret], audit, "webhook_secret.rotated");
+  const { rows } = await db.query<PartnerRow>(statement.sql, statement.values);
   if (!rows[0]) throw new NotFoundError(`Partner ${id} does not exist`);
   return { partner: withoutSecrets(fromRow(rows[0])), webhookSecret };
 }

@@ -23,8 +23,8 @@ export interface PaymentReportInput {
   senderBankCode: string;
   /** What was paid; the order's totalMxn when absent. */
   amountMxn?: number;
-  /** EIP-191 personal_sign of paymentReportMessage(...) by the order's buyer wallet. */
-  signature: string;
+  /** EIP-191 personal_sign of paymentReportMessage(...) by the order's buyer wallet (not needed when a market session proves the wallet). */
+  signature?: string;
 }
 
 export interface PaymentReportMessageFields {
@@ -96,7 +96,8 @@ interface SnapshotRow {
 }
 
 /**
- * Checks and applies a payment report; the partner route and the sandbox `pay` helper both call it.
+ * Checks and applies a payment report; the partner route, the market's payment route (`proof.buyerWallet`:
+ * the session's wallet, instead of a signature) and the sandbox `pay` helper call it.
  * Checks, in order: the sending bank (VALIDATION_ERROR), the order (NOT_FOUND), that it has a buyer
  * (INVALID_STATE), the signature (INVALID_SIGNATURE), then the machine decides. Idempotent: the same
  * payment reported again while it is being verified, or after it was verified, answers as the first
@@ -107,6 +108,7 @@ export async function reportPayment(
   partnerId: string | null,
   orderId: string,
   input: PaymentReportInput,
+  proof: { buyerWallet?: string } = {},
 ): Promise<PaymentReportResult> {
   const { pool, ports } = deps;
   const bank = resolveSenderBank(input.senderBankCode);
@@ -121,7 +123,9 @@ export async function reportPayment(
     senderBankCode: input.senderBankCode,
     amountMxn,
   });
-  const signer = await recoverMessageAddress({ message, signature: input.signature as Hex }).catch(() => undefined);
+  // The buyer's wallet is proven by its signature of the report, or by a market session of that wallet (decisions 17).
+  const signer =
+    proof.buyerWallet ?? (input.signature ? await recoverMessageAddress({ message, signature: input.signature as Hex }).catch(() => undefined) : undefined);
   if (signer?.toLowerCase() !== row.buyer_wallet.toLowerCase()) {
     throw new InvalidSignatureError(
       signer

@@ -3,9 +3,9 @@ import { escrowAbi } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import { CepQueryError, type CepLookupResult, type CepPortalClient } from "../integrations/cep-portal.ts";
-import { verifyCepReceipt, type CepReceipt } from "../integrations/cep-receipt.ts";
+import { verifyCepConcept, verifyCepReceipt, type CepReceipt } from "../integrations/cep-receipt.ts";
 import type { Logger } from "../logger.ts";
-import { paymentBeingVerified, type OrderContext, type PaymentReportId } from "../orders/machine.ts";
+import { paymentBeingVerified, reportInLockWindow, type OrderContext, type PaymentReportId } from "../orders/machine.ts";
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 
@@ -22,6 +22,7 @@ export type PaymentRejectionReason =
   | "AMOUNT_TOO_LOW"
   | "DATE_OUTSIDE_LOCK_WINDOW"
   | "TRACKING_KEY_MISMATCH"
+  | "CONCEPT_MISMATCH"
   | "CEP_ALREADY_USED"
   | "CEP_NOT_FOUND"
   | "LOCK_EXPIRED"
@@ -131,12 +132,13 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
     };
 
     const lockExpiresAt = row.lock_expires_at!;
-    if (now().getTime() >= lockExpiresAt.getTime()) {
-      return reject(
-        "LOCK_EXPIRED",
-        `The CEP could not be verified before the lock expired at ${lockExpiresAt.toISOString()}` +
-          (job.lastAnswer ? `; the central bank's portal last answered: ${job.lastAnswer}.` : "."),
-      );
+    // A payment made inside the window may still be verified, and released, during the escrow's refund
+    // grace period after the lock's expiry (decisions 19), as long as the refund has not been asked for.
+    const graceSeconds = reportInLockWindow(context, report) && !context.lockRefundRequested ? (context.refundGraceSeconds ?? 0) : 0;
+    const deadline = new Date(lockExpiresAt.getTime() + graceSeconds * 1000);
+    const ended = graceSeconds > 0 ? `the lock's refund grace period ended at ${deadline.toISOString()}` : `the lock expired at ${lockExpiresAt.toISOString()}`;
+    if (now().getTime() >= deadline.getTime()) {
+      return reject("LOCK_EXPIRED", `The CEP could not be verified before ${ended}` + (job.lastAnswer ? `; the central bank's portal last answered: ${job.lastAnswer}.` : "."));
     }
     const receiver = findParticipantByClabePrefix(row.seller_clabe.slice(0, 3));
     if (!receiver) return reject("INVALID_REPORT", `The seller's CLABE ${row.seller_clabe} has no SPEI participant`);
@@ -159,8 +161,8 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
 
     const retry = async (extra: Partial<PaymentVerificationAttempt>, minimumSeconds = 0): Promise<AttemptOutcome> => {
       const seconds = Math.max(delayFor(number), minimumSeconds);
-      // Never past the lock's end by more than a second: that attempt records the give-up promptly.
-      const startAfter = new Date(Math.min(now().getTime() + seconds * 1000, lockExpiresAt.getTime() + 1000));
+      // Never past the deadline by more than a second: that attempt records the give-up promptly.
+      const startAfter = new Date(Math.min(now().getTime() + seconds * 1000, deadline.getTime() + 1000));
       const next: PaymentVerificationAttempt = { ...job, ...extra, attempt: number + 1, lastAnswer: describeAnswer(answer) };
       await settle(async (tx) => {
         await commit.scheduleNext(tx, next, startAfter);
@@ -208,9 +210,13 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
       const at = now();
       if (used.rowCount) {
         outcome = { kind: "rejected", reason: "CEP_ALREADY_USED", message: "This payment's CEP has already been used for another order." };
-      } else if (at.getTime() >= lockExpiresAt.getTime()) {
-        outcome = { kind: "rejected", reason: "LOCK_EXPIRED", message: `The CEP was verified only after the lock expired at ${lockExpiresAt.toISOString()}.` };
+      } else if (at.getTime() >= deadline.getTime()) {
+        outcome = { kind: "rejected", reason: "LOCK_EXPIRED", message: `The CEP was verified only after ${ended}.` };
       }
+      // The concept ties the payment to this order (decisions 17); checked after the CEP's earlier use,
+      // which says more about a payment reported for a second order.
+      const concept = verifyCepConcept(receipt, row.payment_concept);
+      if (outcome.kind !== "rejected" && !concept.ok) outcome = { kind: "rejected", reason: concept.reason, message: concept.message };
       if (outcome.kind === "rejected") {
         await applyOrderEvent(pool, ports, row.id, { type: "PAYMENT_REJECTED", ...report, reason: outcome.reason, message: outcome.message, at: at.toISOString() }, { tx });
         return;

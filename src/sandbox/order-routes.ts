@@ -1,18 +1,23 @@
-import { getAddress, type Address, type Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { BaseError, ContractFunctionRevertedError, encodeFunctionData, maxUint256, type Hex } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
 import { sandboxAccounts } from "../chain/local-node.ts";
+import { sendFromWallet, type WalletCall } from "../chain/wallet-sends.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, ValidationError } from "../domain/errors.ts";
 import { currentPartner } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import type { OrderStatus } from "../orders/machine.ts";
 import { getOrderRow, type OrderRow } from "../orders/queries.ts";
+import { contractTerms, signedTermsOf } from "../orders/terms.ts";
+import type { PermitIssuer } from "../market/permits.ts";
 
 // Sandbox test helpers (decisions section 13): each sends a real transaction from a sandbox wallet and
 // waits for it to be mined; the order itself changes state only when the indexer reports the event,
-// exactly as in production.
+// exactly as in production. They may be called for many orders at once (decisions section 13): every
+// send goes through sendFromWallet, which gives each wallet's transactions distinct nonces across
+// requests and instances.
 
 /** The default seller is the first sandbox wallet, the default buyer the second. */
 const SELLER_INDEX = 0;
@@ -34,13 +39,28 @@ function sandboxWalletOf(address: string | null) {
   return privateKeyToAccount(account.privateKey);
 }
 
-export function sandboxOrderRoutes(api: RouteGroup, deps: { pool: Pool; gateway: EscrowGateway; listingWindowSeconds: number; lockWindowSeconds: number }): void {
+export function sandboxOrderRoutes(
+  api: RouteGroup,
+  deps: { pool: Pool; gateway: EscrowGateway; issuePermit: PermitIssuer; listingWindowSeconds: number; lockWindowSeconds: number },
+): void {
   const { pool, gateway } = deps;
   const escrow = gateway.settings.escrowAddress;
   const mined = async (hash: Hex) => {
     const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
     if (receipt.status !== "success") throw new InvalidStateError("The transaction reverted on chain");
     return hash;
+  };
+  /** Sends from a sandbox wallet (its turn among concurrent requests) and waits for it to be mined. */
+  const send = async (account: PrivateKeyAccount, call: WalletCall): Promise<Hex> => {
+    try {
+      return await mined(await sendFromWallet({ pool, gateway }, account, call));
+    } catch (error) {
+      // A revert at gas estimation: another request moved the escrow first (the chain said no).
+      if (!(error instanceof BaseError)) throw error;
+      const revert = error.walk((e) => e instanceof ContractFunctionRevertedError) as BaseError | null;
+      if (!revert && !/revert/i.test(error.message)) throw error;
+      throw new InvalidStateError(`The transaction would revert on chain: ${(revert ?? error).shortMessage}`);
+    }
   };
 
   api.add<{ sellerWallet?: number }>(
@@ -57,27 +77,19 @@ export function sandboxOrderRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);
       requireStatus(row, "PENDING_DEPOSIT");
-      const seller = gateway.walletClient(sandboxWallet(body.sellerWallet ?? SELLER_INDEX));
+      const seller = sandboxWallet(body.sellerWallet ?? SELLER_INDEX);
       const token = gateway.settings.usdcAddress;
       const amount = BigInt(row.amount_raw);
-      const balance = await gateway.publicClient.readContract({ address: token, abi: testUsdcAbi, functionName: "balanceOf", args: [seller.account.address] });
-      if (balance < amount) await mined(await seller.writeContract({ address: token, abi: testUsdcAbi, functionName: "mint", args: [seller.account.address, amount - balance], chain: gateway.chain }));
-      await mined(await seller.writeContract({ address: token, abi: testUsdcAbi, functionName: "approve", args: [escrow, amount], chain: gateway.chain }));
-      const terms = {
-        orderId: row.escrow_order_id as Hex,
-        token,
-        amount,
-        feeBps: row.fee_bps,
-        feeRecipient: getAddress(row.fee_recipient_address) as Address,
-        treasuryShareBps: row.treasury_share_bps,
-        depositDeadline: BigInt(Math.floor(row.deposit_deadline.getTime() / 1000)),
-        listingWindow: BigInt(deps.listingWindowSeconds),
-        lockWindow: BigInt(deps.lockWindowSeconds),
-      };
-      const txHash = await mined(
-        await seller.writeContract({ address: escrow, abi: escrowAbi, functionName: "deposit", args: [terms, row.deposit_signature as Hex], chain: gateway.chain }),
-      );
-      ctx.body = { txHash, sellerWallet: seller.account.address };
+      // Safe when many deposits of one wallet run at once: each mints the USDC it deposits (a balance read
+      // first would let two deposits count the same tokens), and the escrow's allowance is unlimited
+      // (an `approve(amount)` would overwrite another deposit's before it is spent).
+      await send(seller, { to: token, data: encodeFunctionData({ abi: testUsdcAbi, functionName: "mint", args: [seller.address, amount] }) });
+      const allowance = await gateway.publicClient.readContract({ address: token, abi: testUsdcAbi, functionName: "allowance", args: [seller.address, escrow] });
+      if (allowance < amount) await send(seller, { to: token, data: encodeFunctionData({ abi: testUsdcAbi, functionName: "approve", args: [escrow, maxUint256] }) });
+      // The terms the order was signed with (src/orders/terms.ts), not today's configuration.
+      const terms = contractTerms(signedTermsOf(row, { tokenAddress: token, listingWindowSeconds: deps.listingWindowSeconds, lockWindowSeconds: deps.lockWindowSeconds }));
+      const txHash = await send(seller, { to: escrow, data: encodeFunctionData({ abi: escrowAbi, functionName: "deposit", args: [terms, row.deposit_signature as Hex] }) });
+      ctx.body = { txHash, sellerWallet: seller.address };
     },
   );
 
@@ -89,15 +101,18 @@ export function sandboxOrderRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
       summary: "A sandbox buyer wallet locks the order",
       body: { type: "object", additionalProperties: false, properties: { buyerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
       responses: { 200: { description: "{ txHash, buyerWallet }" } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],
     },
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);
       requireStatus(row, "ACTIVE");
-      const buyer = gateway.walletClient(sandboxWallet(body.buyerWallet ?? DEFAULT_BUYER_INDEX));
-      if (buyer.account.address.toLowerCase() === row.seller_wallet?.toLowerCase()) throw new ValidationError("The seller cannot lock its own order");
-      const txHash = await mined(await buyer.writeContract({ address: escrow, abi: escrowAbi, functionName: "lock", args: [row.escrow_order_id as Hex], chain: gateway.chain }));
-      ctx.body = { txHash, buyerWallet: buyer.account.address };
+      const buyer = sandboxWallet(body.buyerWallet ?? DEFAULT_BUYER_INDEX);
+      if (buyer.address.toLowerCase() === row.seller_wallet?.toLowerCase()) throw new ValidationError("The seller cannot lock its own order");
+      // The buyer locks with a permit from the market's own issuance (decisions 13): the same checks, the
+      // sandbox wallets being KYC-approved and exempt from the lock limits.
+      const { forContract, signature } = await deps.issuePermit(buyer.address, row.escrow_order_id, { sandboxHelper: true });
+      const txHash = await send(buyer, { to: escrow, data: encodeFunctionData({ abi: escrowAbi, functionName: "lock", args: [forContract, signature] }) });
+      ctx.body = { txHash, buyerWallet: buyer.address };
     },
   );
 
@@ -114,8 +129,8 @@ export function sandboxOrderRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);
       requireStatus(row, "LOCKED");
-      const party = gateway.walletClient(sandboxWalletOf(body.by === "BUYER" ? row.buyer_wallet : row.seller_wallet));
-      const txHash = await mined(await party.writeContract({ address: escrow, abi: escrowAbi, functionName: "openDispute", args: [row.escrow_order_id as Hex], chain: gateway.chain }));
+      const party = sandboxWalletOf(body.by === "BUYER" ? row.buyer_wallet : row.seller_wallet);
+      const txHash = await send(party, { to: escrow, data: encodeFunctionData({ abi: escrowAbi, functionName: "openDispute", args: [row.escrow_order_id as Hex] }) });
       ctx.body = { txHash };
     },
   );

@@ -7,7 +7,7 @@ import { InvalidStateError } from "../domain/errors.ts";
 import { currentPartner } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { mexicoCityDateTime } from "../integrations/cep-receipt.ts";
-import { getOrderRow } from "../orders/queries.ts";
+import { getOrderRow, type OrderRow } from "../orders/queries.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
 import { paymentReportMessage, reportAmount, reportPayment, resolveSenderBank } from "../payments/report.ts";
 import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
@@ -22,6 +22,45 @@ interface PayBody {
   clabe?: string;
   paidAt?: string;
   senderBankCode?: string;
+  concept?: string;
+}
+
+/** The body fields of a simulated SPEI payment, shared by the partner `pay` helper and the market's `spei` helper. */
+export const simulatedPaymentProperties = {
+  amountMxn: { type: "number", exclusiveMinimum: 0, maximum: 1_000_000_000, "x-maxDecimals": 2 },
+  clabe: { type: "string", maxLength: 64 },
+  paidAt: { type: "string", format: "date-time" },
+  senderBankCode: { type: "string", pattern: "^\\d{3,5}$" },
+  concept: { type: "string", maxLength: 40, description: "The SPEI concept; default the order's payment concept, \"\" for none" },
+} as const;
+
+/**
+ * A buyer's SPEI transfer recorded in the CEP portal simulator (which will then issue its CEP): to the
+ * seller's CLABE for totalMxn with the order's payment concept, unless the body changes them so that
+ * mismatches can be tried. Reports nothing.
+ */
+export async function simulateSpeiPayment(simulator: CepPortalSimulator, row: OrderRow, body: PayBody) {
+  const beneficiary = parseClabe(body.clabe ?? row.seller_clabe);
+  const senderBankCode = body.senderBankCode ?? SANDBOX_SENDER_BANK_CODE;
+  const sender = resolveSenderBank(senderBankCode);
+  // Now, or the lock's instant if later: the local chain's block clock runs ahead of the wall clock
+  // when blocks come faster than one a second, and a payment cannot precede its lock.
+  const paidAt = body.paidAt ? new Date(body.paidAt) : new Date(Math.max(Date.now(), row.locked_at?.getTime() ?? 0));
+  const amountMxn = reportAmount(body.amountMxn ?? row.total_mxn);
+  const concept = body.concept ?? row.payment_concept;
+  const { trackingKey } = simulator.recordPayment({
+    operationAt: paidAt,
+    amountMxn,
+    beneficiaryAccount: beneficiary.clabe,
+    receiverBankCode: beneficiary.participant.code,
+    senderBankCode: sender.code,
+    senderAccount: SANDBOX_SENDER_ACCOUNT,
+    senderName: "COMPRADOR SANDBOX",
+    beneficiaryName: "VENDEDOR SANDBOX",
+    concept,
+  });
+  await simulator.flush(); // shared with the other instances before any of them verifies it
+  return { trackingKey, operationDate: mexicoCityDateTime(paidAt).date, paidAt, amountMxn, senderBankCode, sender, beneficiary, concept };
 }
 
 /**
@@ -41,49 +80,29 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
       summary: "Simulates the buyer's SPEI payment and reports it, signed by the buyer's sandbox wallet",
       description:
         "Optional `amountMxn` (default totalMxn), `clabe` (default the seller's), `paidAt` (ISO 8601 instant, default now or the lock's time if later) and " +
-        "`senderBankCode` (default 90646, STP) let mismatches be tried. Answers the report's result with the payment's `trackingKey`.",
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          amountMxn: { type: "number", exclusiveMinimum: 0, maximum: 1_000_000_000, "x-maxDecimals": 2 },
-          clabe: { type: "string", maxLength: 64 },
-          paidAt: { type: "string", format: "date-time" },
-          senderBankCode: { type: "string", pattern: "^\\d{3,5}$" },
-        },
-      },
-      responses: { 200: { description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, signature, orderId, status, payment }" } },
+        "`senderBankCode` (default 90646, STP) and `concept` (default the order's payment concept, \"\" for none) let mismatches be tried. " +
+        "Reports for whichever wallet locked the order. Answers the report's result with the payment's `trackingKey`.",
+      body: { type: "object", additionalProperties: false, properties: simulatedPaymentProperties },
+      responses: { 200: { description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, concept, signature, orderId, status, payment }" } },
       errors: ["VALIDATION_ERROR", "INVALID_CLABE", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {
       const partnerId = currentPartner(ctx).id;
       const row = await getOrderRow(pool, partnerId, params.id!);
       if (row.status !== "LOCKED") throw new InvalidStateError(`The order is ${row.status}; this action needs LOCKED`);
+      const { trackingKey, operationDate, paidAt, amountMxn, senderBankCode, sender, beneficiary, concept } = await simulateSpeiPayment(simulator, row, body);
+      // Reported for whichever wallet locked the order: signed with a sandbox wallet's key, or, for a
+      // market buyer's wallet, with that wallet as proof, as its market session would.
       const buyer = sandboxAccounts.find((account) => account.address.toLowerCase() === row.buyer_wallet?.toLowerCase());
-      if (!buyer) throw new InvalidStateError("The buyer's wallet is not a sandbox wallet: report the payment with POST /orders/:id/payment, signed by that wallet");
-      const beneficiary = parseClabe(body.clabe ?? row.seller_clabe);
-      const senderBankCode = body.senderBankCode ?? SANDBOX_SENDER_BANK_CODE;
-      const sender = resolveSenderBank(senderBankCode);
-      // Now, or the lock's instant if later: the local chain's block clock runs ahead of the wall clock
-      // when blocks come faster than one a second, and a payment cannot precede its lock.
-      const paidAt = body.paidAt ? new Date(body.paidAt) : new Date(Math.max(Date.now(), row.locked_at?.getTime() ?? 0));
-      const amountMxn = reportAmount(body.amountMxn ?? row.total_mxn);
-
-      const { trackingKey } = simulator.recordPayment({
-        operationAt: paidAt,
-        amountMxn,
-        beneficiaryAccount: beneficiary.clabe,
-        receiverBankCode: beneficiary.participant.code,
-        senderBankCode: sender.code,
-        senderAccount: SANDBOX_SENDER_ACCOUNT,
-        senderName: "COMPRADOR SANDBOX",
-        beneficiaryName: "VENDEDOR SANDBOX",
-        concept: `PAGO ORDEN ${row.id}`.slice(0, 40),
-      });
-      const operationDate = mexicoCityDateTime(paidAt).date;
       const message = paymentReportMessage({ escrowOrderId: row.escrow_order_id, trackingKey, operationDate, senderBankCode, amountMxn });
-      const signature: Hex = await privateKeyToAccount(buyer.privateKey).signMessage({ message });
-      const result = await reportPayment(deps, partnerId, row.id, { trackingKey, operationDate, senderBankCode, amountMxn: Number(amountMxn), signature });
+      const signature: Hex | null = buyer ? await privateKeyToAccount(buyer.privateKey).signMessage({ message }) : null;
+      const result = await reportPayment(
+        deps,
+        partnerId,
+        row.id,
+        { trackingKey, operationDate, senderBankCode, amountMxn: Number(amountMxn), ...(signature ? { signature } : {}) },
+        signature ? {} : { buyerWallet: row.buyer_wallet ?? "" },
+      );
       ctx.body = {
         trackingKey,
         operationDate,
@@ -91,6 +110,7 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
         amountMxn: Number(amountMxn),
         beneficiaryAccount: beneficiary.clabe,
         senderBankCode: sender.code,
+        concept,
         signature,
         ...result,
       };

@@ -59,8 +59,12 @@ export interface EscrowEventConsumerOptions {
   confirmations: number;
   pollIntervalMs?: number;
   batchSize?: number;
-  /** Sanctions screening of the seller wallet a deposit reveals (the seller is our user). */
+  /** Sanctions screening of the seller wallet a deposit reveals (the seller is our user), and of the buyer's at the lock. */
   isSanctioned?: (address: string) => boolean;
+  /** The list entry naming a sanctioned address, for the hold's record. */
+  sanctionsEntry?: (address: string) => string | undefined;
+  /** The escrow's REFUND_GRACE_SECONDS (read from the contract), recorded with each lock (decisions 19). */
+  refundGraceSeconds?: () => Promise<number>;
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
@@ -87,8 +91,20 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     return rows[0] ? [rows[0].block_number, rows[0].log_index] : ["-1", -1];
   }
 
+  /**
+   * What a lock adds besides the chain's facts (decisions 19): the buyer's wallet screened against the
+   * sanctions list (a listed buyer's order is held), and the escrow's refund grace period.
+   */
+  async function withLockFacts(event: OrderEvent | undefined): Promise<OrderEvent | undefined> {
+    if (event?.type !== "LOCKED") return event;
+    const locked = { ...event };
+    if (options.isSanctioned?.(event.buyer)) locked.sanctionedBuyer = { listEntry: options.sanctionsEntry?.(event.buyer) ?? null };
+    if (options.refundGraceSeconds) locked.refundGraceSeconds = await options.refundGraceSeconds();
+    return locked;
+  }
+
   async function applyRow(tx: PoolClient, row: EscrowEventRow): Promise<void> {
-    const event = toOrderEvent(row);
+    const event = await withLockFacts(toOrderEvent(row));
     if (event && row.order_id) {
       const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
       const orderId = rows[0]?.id;
@@ -99,6 +115,9 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
           // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
           await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);
           logger.warn({ orderId, wallet: event.seller }, "seller wallet is on the sanctions list; user flagged");
+        }
+        if (result.changed && event.type === "LOCKED" && event.sanctionedBuyer) {
+          logger.warn({ orderId, wallet: event.buyer }, "buyer wallet is on the sanctions list; order held for review, no release will be sent");
         }
         logger.info({ orderId, chainEvent: row.event_name, block: row.block_number, changed: result.changed, status: result.status }, "escrow event applied");
       } else {

@@ -58,6 +58,12 @@ export interface KycAttestation {
   verifiedAt: Date;
 }
 
+/** The partner's registered users: what the tier's user limit counts (and the dashboard shows). */
+export async function countPartnerUsers(db: Queryable, partnerId: string): Promise<number> {
+  const { rows } = await db.query<{ n: string }>("SELECT count(*) AS n FROM users WHERE partner_id = $1", [partnerId]);
+  return Number(rows[0]!.n);
+}
+
 /**
  * Registers a user for a partner. The partner row is locked while counting, so concurrent registrations
  * cannot pass the tier's user limit together. Must run inside a transaction.
@@ -70,8 +76,7 @@ export async function createUser(
   const existing = await tx.query("SELECT 1 FROM users WHERE partner_id = $1 AND partner_user_ref = $2", [input.partnerId, input.partnerUserRef]);
   if (existing.rowCount) throw new DuplicateUserError(`A user with partnerUserRef "${input.partnerUserRef}" already exists`);
   if (input.maxUsers !== null) {
-    const { rows } = await tx.query<{ n: string }>("SELECT count(*) AS n FROM users WHERE partner_id = $1", [input.partnerId]);
-    if (Number(rows[0]!.n) >= input.maxUsers) throw new UserLimitReachedError(`The tier allows at most ${input.maxUsers} users`);
+    if ((await countPartnerUsers(tx, input.partnerId)) >= input.maxUsers) throw new UserLimitReachedError(`The tier allows at most ${input.maxUsers} users`);
   }
   const attested = input.attestation;
   const { rows } = await tx.query<UserRow>(

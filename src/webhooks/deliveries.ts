@@ -1,3 +1,4 @@
+import { recordAudit, type AuditContext } from "../dashboard/audit.ts";
 import { whereEqual } from "../db/filters.ts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
@@ -180,21 +181,28 @@ export async function getDeliveryDetail(db: Queryable, id: string): Promise<Deli
 /**
  * Operator redelivery: a new attempt series for the same delivery id and the same stored body. The
  * record starts over (attempts 0, PENDING, due now) and the first attempt of the series is enqueued in
- * the same transaction. An attempt in flight finishes first (its row lock is waited for); jobs left
+ * the same transaction, with its audit entry when `audit` is given; `partnerId` limits it to one partner's
+ * deliveries (another's is NOT_FOUND). An attempt in flight finishes first (its row lock is waited for); jobs left
  * from the previous series find themselves stale and do nothing.
  */
-export async function redeliver(pool: Pool, boss: PgBoss, id: string): Promise<AdminDeliveryRecord> {
+export async function redeliver(
+  pool: Pool,
+  boss: PgBoss,
+  id: string,
+  options: { partnerId?: string; audit?: AuditContext } = {},
+): Promise<AdminDeliveryRecord> {
   return withTransaction(pool, async (tx) => {
     const { rows } = await tx.query<DeliveryRow>(
       `UPDATE webhook_deliveries
           SET series = series + 1, status = 'PENDING', attempts = 0, last_attempt_at = NULL,
               next_attempt_at = clock_timestamp(), delivered_at = NULL, error_message = NULL, swept_at = NULL
-        WHERE id = $1
+        WHERE id = $1 AND ($2::text IS NULL OR partner_id = $2)
         RETURNING *`,
-      [id],
+      [id, options.partnerId ?? null],
     );
     const row = rows[0];
     if (!row) throw new NotFoundError(`Delivery ${id} does not exist`);
+    if (options.audit) await recordAudit(tx, row.partner_id, "delivery.redelivered", options.audit, { deliveryId: row.id, orderId: row.order_id, eventType: row.event_type, series: row.series });
     await enqueueAttempt(boss, tx, { deliveryId: row.id, series: row.series, attempt: 1 });
     return adminView(row);
   });

@@ -4,7 +4,7 @@ import type { Logger } from "../logger.ts";
 import { postWebhook } from "./http-sender.ts";
 import { bindWebhookOutbox } from "./outbox.ts";
 import { DELIVERY_QUEUE, deliveryQueueOptions, enqueueAttempt, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "./queue.ts";
-import { signWebhook } from "./signature.ts";
+import { webhookHeaders } from "./signature.ts";
 
 /** The configuration the delivery worker reads (decisions section 1 names). */
 export interface WebhookDeliveryConfig {
@@ -106,15 +106,10 @@ export async function attemptDelivery(deps: { pool: Pool; boss: PgBoss; logger: 
       outcome = { ok: false, status: null, errorMessage: "The partner has no webhook URL configured" };
     } else {
       // Signed at send time with the partner's current secret: a rotation applies to the next attempt.
-      const timestamp = Math.floor(startedAt.getTime() / 1000);
       outcome = await postWebhook({
         url: partner.webhook_url,
         body: delivery.body,
-        headers: {
-          "X-Webhook-Id": delivery.id,
-          "X-Webhook-Timestamp": String(timestamp),
-          "X-Webhook-Signature": signWebhook(partner.webhook_secret, timestamp, delivery.body),
-        },
+        headers: webhookHeaders(delivery.id, partner.webhook_secret, startedAt, delivery.body),
         timeoutMs: config.webhookTimeoutMs,
         allowPrivate: config.webhookAllowPrivate,
       });

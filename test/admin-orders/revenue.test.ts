@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import type { Address } from "viem";
 import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
 import { mexicoMonth } from "../../src/kyc/months.ts";
-import { disputeOrder, resolve, usdcBalance, waitForAdminStatus } from "../disputes/support.ts";
+import { disputeOrder, escrowCredit, resolve, usdcBalance, waitForAdminStatus } from "../disputes/support.ts";
 import { divideHalfUp, scaled } from "../support/cents-oracle.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { SELLER_CLABE, startTradeStack, type TradeStack } from "../support/trade-stack.ts";
@@ -90,7 +90,7 @@ before(async () => {
   };
   free = await make("Free partner", "FREE", 30, "f1ee");
   growth = await make("Growth partner", "GROWTH", 20, "96041");
-  treasuryBefore = await usdcBalance(stack, TREASURY);
+  treasuryBefore = await escrowCredit(stack, TREASURY);
 
   // Completed in this month: releases by the buyer outcome and by no-fault release. The amounts make
   // rounding matter: a's share is 450,556.5 units and d's 532,800.8 (rounded down, not to nearest), and
@@ -183,13 +183,15 @@ test("the service's share is the tier's percentage of each fee: rounded down in 
   }
 });
 
-test("the USDC figures are what the escrow paid: each fee wallet got its partner's net, the treasury the shares", async () => {
+test("the USDC figures are what the escrow credited: each fee wallet its partner's net, the treasury the shares", async () => {
+  // Pull payments (decisions 5): fee shares are credited in the escrow at release and withdrawn later.
   const body = await report();
   for (const partner of [free, growth]) {
     const row = body.partners.find((candidate) => candidate.partnerId === partner.id)!;
-    assert.equal(await usdcBalance(stack, partner.feeWallet), BigInt(row.partnerNet.usdcRaw));
+    assert.equal(await escrowCredit(stack, partner.feeWallet), BigInt(row.partnerNet.usdcRaw));
+    assert.equal(await usdcBalance(stack, partner.feeWallet), 0n);
   }
-  assert.equal((await usdcBalance(stack, TREASURY)) - treasuryBefore, BigInt(body.totals.serviceShare.usdcRaw));
+  assert.equal((await escrowCredit(stack, TREASURY)) - treasuryBefore, BigInt(body.totals.serviceShare.usdcRaw));
 });
 
 test("totals add up the partners' rows", async () => {

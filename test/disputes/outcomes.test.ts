@@ -4,7 +4,7 @@ import type { Address } from "viem";
 import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
 import { startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
-import { adminOrder, chainReputation, disputedOrder, resolve, usdcBalance, waitForWebhook, webhooksOf, type AdminOrderDetail, type DisputedOrder } from "./support.ts";
+import { adminOrder, chainReputation, disputedOrder, escrowCredit, escrowHeld, resolve, usdcBalance, waitForWebhook, webhooksOf, type AdminOrderDetail, type DisputedOrder } from "./support.ts";
 
 // The five dispute outcomes end to end (spec: Disputes; decisions sections 7 and 12): the operator resolves
 // through the admin API, the arbiter's transaction goes to the real local chain, and the order follows
@@ -43,10 +43,22 @@ interface Resolved {
   after: { balances: Record<string, bigint>; reputation: { seller: bigint; buyer: bigint } };
 }
 
+/**
+ * What each party has: buyer and seller their wallet balance; the fee wallet and the treasury their fee
+ * shares credited in the escrow (pull payments: paid to them only when they withdraw), also kept apart
+ * as `feeWalletBalance` / `treasuryBalance` to show that a release transfers them nothing; the escrow
+ * what it holds for open orders.
+ */
 async function snapshot(order: DisputedOrder) {
-  const addresses = { buyer: order.buyer, seller: order.seller, feeWallet: FEE_WALLET, treasury: TREASURY, escrow: stack.deployment.escrowAddress };
-  const balances: Record<string, bigint> = {};
-  for (const [name, address] of Object.entries(addresses)) balances[name] = await usdcBalance(stack, address);
+  const balances: Record<string, bigint> = {
+    buyer: await usdcBalance(stack, order.buyer),
+    seller: await usdcBalance(stack, order.seller),
+    feeWallet: await escrowCredit(stack, FEE_WALLET),
+    treasury: await escrowCredit(stack, TREASURY),
+    feeWalletBalance: await usdcBalance(stack, FEE_WALLET),
+    treasuryBalance: await usdcBalance(stack, TREASURY),
+    escrow: await escrowHeld(stack),
+  };
   return { balances, reputation: { seller: await chainReputation(stack, order.seller), buyer: await chainReputation(stack, order.buyer) } };
 }
 
@@ -83,11 +95,13 @@ describe("resolved for the buyer", () => {
     assert.equal(detail.escrow?.status, "Released");
   });
 
-  test("the escrow pays the buyer the amount less the fee, the partner its fee less the service's share, the treasury the share", () => {
+  test("the escrow pays the buyer the amount less the fee and credits the partner its fee less the service's share, the treasury the share", () => {
     const split = expectedSplit(resolved.order.amountRaw);
     assert.equal(delta(resolved, "buyer"), split.buyer);
     assert.equal(delta(resolved, "feeWallet"), split.partner);
     assert.equal(delta(resolved, "treasury"), split.treasury);
+    assert.equal(delta(resolved, "feeWalletBalance"), 0n);
+    assert.equal(delta(resolved, "treasuryBalance"), 0n);
     assert.equal(delta(resolved, "seller"), 0n);
     assert.equal(delta(resolved, "escrow"), -resolved.order.amountRaw);
   });

@@ -45,7 +45,7 @@ async function disputeResolvedLogs(escrowOrderId: string): Promise<number> {
 
 async function setPaused(paused: boolean): Promise<void> {
   const { gateway } = stack.service.chain!;
-  const admin = gateway.walletClient(privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey));
+  const admin = gateway.walletClient(privateKeyToAccount(devAccounts[DEV_ACCOUNT.admin].privateKey));
   const hash = await admin.writeContract({ address: stack.deployment.escrowAddress, abi: escrowAbi, functionName: paused ? "pause" : "unpause", chain: gateway.chain });
   const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash });
   assert.equal(receipt.status, "success");

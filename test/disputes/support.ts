@@ -71,6 +71,16 @@ export async function usdcBalance(stack: TradeStack, address: Address): Promise<
   return stack.service.chain!.gateway.publicClient.readContract({ address: stack.deployment.usdcAddress, abi: testUsdcAbi, functionName: "balanceOf", args: [address] });
 }
 
+/** A fee share credited to `address` in the escrow and not yet withdrawn (pull payments, decisions 5). */
+export async function escrowCredit(stack: TradeStack, address: Address): Promise<bigint> {
+  return stack.service.chain!.gateway.publicClient.readContract({ address: stack.deployment.escrowAddress, abi: escrowAbi, functionName: "accrued", args: [address, stack.deployment.usdcAddress] });
+}
+
+/** The escrow's USDC held for open orders: its balance less the credited, unwithdrawn fee shares. */
+export async function escrowHeld(stack: TradeStack): Promise<bigint> {
+  return stack.service.chain!.gateway.publicClient.readContract({ address: stack.deployment.escrowAddress, abi: escrowAbi, functionName: "totalEscrowed", args: [stack.deployment.usdcAddress] });
+}
+
 /** The contract's own reputation score for an account (the truth the indexer copies). */
 export async function chainReputation(stack: TradeStack, address: Address): Promise<bigint> {
   return stack.service.chain!.gateway.publicClient.readContract({ address: stack.deployment.escrowAddress, abi: escrowAbi, functionName: "reputation", args: [address] });

@@ -23,6 +23,7 @@ import {
   disputeOutcome,
   escrowAbi,
   escrowEip712Domain,
+  lockPermitTypes,
   orderTermsTypes,
   refundReason,
   testUsdcAbi,
@@ -35,7 +36,7 @@ import {
   startIndexer,
 } from "../../src/chain/indexer-process.ts";
 import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/chain/indexer-process.ts";
-import { devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
+import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
 import type { LocalChain } from "../../src/chain/local-node.ts";
 import { createTestDatabase } from "../support/database.ts";
 
@@ -71,7 +72,7 @@ const wallet = (index: number): WalletClient & { account: { address: Address } }
     pollingInterval: 50,
   }) as WalletClient & { account: { address: Address } };
 
-let deployer: ReturnType<typeof wallet>;
+let admin: ReturnType<typeof wallet>;
 let service: ReturnType<typeof wallet>;
 let arbiter: ReturnType<typeof wallet>;
 let seller: ReturnType<typeof wallet>;
@@ -125,6 +126,20 @@ async function send(
   const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
   assert.equal(receipt.status, "success", `${functionName} reverted`);
   return receipt;
+}
+
+/** Locks as the buyer with a lock permit the service signs, valid 120 s of chain time. */
+async function lock(orderId: Hex): Promise<TransactionReceipt> {
+  const latest = await publicClient.getBlock();
+  const permit = { orderId, buyer: buyer.account.address, deadline: latest.timestamp + 120n };
+  const signature = await service.signTypedData({
+    account: service.account as never,
+    domain: { ...escrowEip712Domain, chainId: deployment.chainId, verifyingContract: deployment.escrowAddress },
+    types: lockPermitTypes,
+    primaryType: "LockPermit",
+    message: permit,
+  });
+  return send(buyer, "escrow", "lock", [permit, signature]);
 }
 
 let orderCounter = 0;
@@ -311,7 +326,7 @@ function watchConsumerView(): { stop(): Promise<{ violations: string[]; samples:
 before(async () => {
   chain = await startLocalChain({ port: 0 });
   publicClient = createPublicClient({ chain: hardhat, transport: http(chain.rpcUrl), pollingInterval: 50 });
-  deployer = wallet(0);
+  admin = wallet(DEV_ACCOUNT.admin);
   service = wallet(1);
   arbiter = wallet(2);
   seller = wallet(4);
@@ -319,12 +334,13 @@ before(async () => {
   deployment = await deployContracts({
     rpcUrl: chain.rpcUrl,
     deployerPrivateKey: devAccounts[0].privateKey,
+    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
     serviceAddress: service.account.address,
     arbiterAddress: arbiter.account.address,
     treasuryAddress: devAccounts[3].address,
     pollingIntervalMs: 50,
   });
-  await send(deployer, "usdc", "mint", [seller.account.address, 1_000_000n * USDC]);
+  await send(admin, "usdc", "mint", [seller.account.address, 1_000_000n * USDC]);
   await send(seller, "usdc", "approve", [deployment.escrowAddress, maxUint256]);
   database = await createTestDatabase();
   pool = new pg.Pool({ connectionString: database.url, max: 2 });
@@ -345,28 +361,32 @@ describe("escrow indexer", () => {
     // Released after payment.
     const released = await deposit(100n * USDC, 100);
     orders.released = released.orderId;
-    await send(buyer, "escrow", "lock", [released.orderId]);
+    await lock(released.orderId);
     const cepHash = keccak256(toHex("cep-indexer-test"));
     await send(service, "escrow", "confirmPayment", [released.orderId, cepHash]);
 
     // Refunded after the lock expired.
     const expired = await deposit(5n * USDC, 0);
     orders.expired = expired.orderId;
-    await send(buyer, "escrow", "lock", [expired.orderId]);
+    await lock(expired.orderId);
     await rpc("evm_increaseTime", [Number(LOCK_WINDOW) + 1]);
     await rpc("evm_mine");
-    await send(buyer, "escrow", "refundExpiredLock", [expired.orderId]);
+    // Within the refund grace period only the service refunds.
+    await send(service, "escrow", "refundExpiredLock", [expired.orderId]);
 
     // Disputed and resolved for the seller: the buyer loses reputation, the seller is refunded.
     const disputed = await deposit(7n * USDC, 50);
     orders.disputed = disputed.orderId;
-    await send(buyer, "escrow", "lock", [disputed.orderId]);
+    await lock(disputed.orderId);
     await send(buyer, "escrow", "openDispute", [disputed.orderId]);
     await send(arbiter, "escrow", "resolveDispute", [disputed.orderId, disputeOutcome.SELLER]);
 
-    // Pause switch.
-    await send(deployer, "escrow", "pause", []);
-    await send(deployer, "escrow", "unpause", []);
+    // Pause switch (the unpause also reports the paused time every lock got back).
+    await send(admin, "escrow", "pause", []);
+    await send(admin, "escrow", "unpause", []);
+
+    // Pull payment: the treasury withdraws its credited share of the release.
+    await send(wallet(DEV_ACCOUNT.treasury), "escrow", "withdraw", [deployment.usdcAddress]);
 
     const rows = await waitForChainMatch();
     const kinds = new Set(rows.map((row) => row.event_name));
@@ -383,6 +403,8 @@ describe("escrow indexer", () => {
       "ReputationChanged",
       "Paused",
       "Unpaused",
+      "LockClockResumed",
+      "Withdrawn",
     ]) {
       assert.ok(kinds.has(kind), `no ${kind} row`);
     }
@@ -563,7 +585,7 @@ describe("escrow indexer", () => {
     indexer = undefined;
     assert.equal(await isLocked(), false, "a clean stop unlocks the schema");
     // Work done while the indexer is down is picked up after the restart.
-    await send(buyer, "escrow", "lock", [orders.afterReorg]);
+    await lock(orders.afterReorg!);
     const started = Date.now();
     // A quiet logger level still starts (the wrapper reads Ponder's info records itself).
     const forwarded: string[] = [];

@@ -189,3 +189,15 @@ describe("the order machine refuses what the chart does not allow", () => {
     assert.deepEqual(sent(actions as never), []);
   });
 });
+
+describe("completion time", () => {
+  test("a release stamped with its block's whole second never completes before the payment was verified", () => {
+    const verifiedAt = "2026-11-21T10:00:05.400Z";
+    const { snapshot, effects } = run(ev.deposit, ev.lock, ev.report, { ...ev.verified, at: verifiedAt }, { ...ev.released, at: "2026-11-21T10:00:05.000Z" });
+    assert.equal(snapshot.context.completedAt, verifiedAt);
+    const completed = effects.find((effect) => effect.type === "notify")?.params.data as { completedAt?: string } | undefined;
+    assert.equal(completed?.completedAt, verifiedAt, "order.completed says the same");
+    const later = run(ev.deposit, ev.lock, ev.report, { ...ev.verified, at: verifiedAt }, { ...ev.released, at: "2026-11-21T10:00:07.000Z" });
+    assert.equal(later.snapshot.context.completedAt, "2026-11-21T10:00:07.000Z");
+  });
+});

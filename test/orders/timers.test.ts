@@ -8,10 +8,12 @@ import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../
 type Json = Record<string, unknown>;
 
 // Short windows so the pg-boss timers fire within the test: the listing and lock windows are also in
-// the signed terms, so the contract enforces the same deadlines.
+// the signed terms, so the contract enforces the same deadlines. The listing window leaves the lock test
+// time to lock on a loaded machine (deposit, indexer, lock, indexer): chain time follows the wall clock
+// (decisions section 1), so these are seconds of real time.
 let stack: TradeStack;
 before(async () => {
-  stack = await startTradeStack({ LISTING_TIMEOUT_SECONDS: "4", LOCK_WINDOW_SECONDS: "4" });
+  stack = await startTradeStack({ LISTING_TIMEOUT_SECONDS: "12", LOCK_WINDOW_SECONDS: "4" });
 });
 after(() => stack?.close());
 

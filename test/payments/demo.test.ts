@@ -36,7 +36,7 @@ test("the demo drives a trade to COMPLETED, printing each step with its elapsed 
   const steps = lines.filter((line) => /^\[\s*\d+\.\d{2}s\] /.test(line));
   const elapsed = steps.map((line) => Number(/^\[\s*(\d+\.\d{2})s\]/.exec(line)![1]));
   assert.deepEqual([...elapsed].sort((a, b) => a - b), elapsed, "elapsed times only grow");
-  for (const text of ["partner ptn_", "user demo-user-", "quote qt_", "PENDING_DEPOSIT", "deposited", "order ACTIVE", "locked the order", "order LOCKED", "paid", "PENDING_RELEASE", "order COMPLETED"]) {
+  for (const text of ["partner ptn_", "user demo-user-", "quote qt_", "PENDING_DEPOSIT", "deposited", "order ACTIVE", "signed in to the market", "KYC approved", "market's order book", "lock permit", "locked the order with the permit", "order LOCKED", "with concept OFR", "paid", "reported the payment through the market", "PENDING_RELEASE", "order COMPLETED"]) {
     assert.ok(steps.some((line) => line.includes(text)), `a step mentions "${text}"\n${stdout}`);
   }
   const webhookLines = steps.filter((line) => line.includes("webhook #"));
@@ -47,6 +47,8 @@ test("the demo drives a trade to COMPLETED, printing each step with its elapsed 
     );
   }
   assert.match(lines.at(-1)!, /^Trade completed in \d+\.\d s; 5 webhooks received, all correctly signed\.$/);
+  const seconds = (text: string) => Number(/^\[\s*(\d+\.\d{2})s\]/.exec(steps.find((line) => line.includes(text))!)![1]);
+  console.log(`# demo, market path from the order book to COMPLETED: ${(seconds("order COMPLETED") - seconds("market's order book")).toFixed(2)} s`);
 
   const orderId = /order (ord_\w+) PENDING_DEPOSIT/.exec(stdout)![1]!;
   const { rows } = await stack.service.pool.query<{ status: string }>("SELECT status FROM orders WHERE id = $1", [orderId]);

@@ -53,6 +53,7 @@ function recordPayment(order: OrderDetail, overrides: { trackingKey?: string; am
     beneficiaryAccount: overrides.beneficiaryAccount ?? String((order.bankAccount as Json).clabe),
     receiverBankCode: overrides.receiverBankCode ?? "40012",
     senderBankCode: "40002",
+    concept: `PAGO ${String(order.paymentConcept)}`,
     ...overrides,
   });
 }
@@ -259,6 +260,7 @@ describe("checking the CEP", { concurrency: true }, () => {
       beneficiaryAccount: String((order.bankAccount as Json).clabe),
       receiverBankCode: "40012",
       senderBankCode: "40002",
+      concept: `PAGO ${String(order.paymentConcept)}`,
       availableAfter,
     });
     const operationDate = mexicoCityDate(new Date(Math.max(Date.now(), Date.parse(order.lockedAt!))));

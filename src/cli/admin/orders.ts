@@ -24,13 +24,14 @@ const paging = { limit: { type: "string" }, offset: { type: "string" } } as cons
 
 export const orderCommands: CommandGroup = {
   name: "orders",
-  summary: "Every partner's orders; one order in full; resolve a dispute",
+  summary: "Every partner's orders; one order in full; resolve a dispute; decide a sanctions hold",
   commands: [
     {
       name: "list",
       summary: "List orders of every partner, newest first",
-      usage: "orders list [--status <status>] [--partner <partner id>] [--user-ref <partnerUserRef>] [--aml-risk LOW|MEDIUM|HIGH] [--limit <1-100>] [--offset <n>]",
-      options: { status: { type: "string" }, partner: { type: "string" }, "user-ref": { type: "string" }, "aml-risk": { type: "string" }, ...paging },
+      usage:
+        "orders list [--status <status>] [--partner <partner id>] [--user-ref <partnerUserRef>] [--aml-risk LOW|MEDIUM|HIGH] [--review SANCTIONS_HOLD] [--limit <1-100>] [--offset <n>]",
+      options: { status: { type: "string" }, partner: { type: "string" }, "user-ref": { type: "string" }, "aml-risk": { type: "string" }, review: { type: "string" }, ...paging },
       run: ({ client, options }) =>
         client.request(
           "GET",
@@ -39,6 +40,7 @@ export const orderCommands: CommandGroup = {
             partnerId: text(options, "partner"),
             partnerUserRef: text(options, "user-ref"),
             amlRiskLevel: text(options, "aml-risk"),
+            review: text(options, "review"),
             limit: integer(options, "limit"),
             offset: integer(options, "offset"),
           })}`,
@@ -62,6 +64,19 @@ export const orderCommands: CommandGroup = {
         if (!outcome) throw new UsageError(`--outcome is required: ${OUTCOMES.join(", ")}`);
         const note = text(options, "note");
         return client.request("POST", `/orders/${id(args)}/resolve`, note === undefined ? { outcome } : { outcome, note });
+      },
+    },
+    {
+      name: "review",
+      summary: "Decide a sanctions hold (docs/aml.md): RELEASE sends the held release, REFUND lets the lock-expiry refund run",
+      usage: "orders review <id> --decision RELEASE|REFUND [--note <text>]",
+      args: ["id"],
+      options: { decision: { type: "string" }, note: { type: "string" } },
+      run: ({ client, args, options }) => {
+        const decision = text(options, "decision");
+        if (!decision) throw new UsageError("--decision is required: RELEASE, REFUND");
+        const note = text(options, "note");
+        return client.request("POST", `/orders/${id(args)}/review`, note === undefined ? { decision } : { decision, note });
       },
     },
   ],

@@ -9,7 +9,9 @@
  *   GET  /descarga.do?formato=XML  the CEP of the payment found in this session (also PDF and ZIP)
  *
  * Routes are relative; the host app mounts the router at a prefix such as /simulators/cep.
- * Payments are recorded in memory by the sandbox (recordPayment). The receipts have the real XML shape
+ * Payments are recorded in memory by the sandbox (recordPayment) and, with `shared`, also in a store every
+ * instance of the service reads (the database), so a payment recorded by one instance is found by the
+ * portal of another (decisions section 14: instances share the database). The receipts have the real XML shape
  * (SPEI_Tercero with cadenaCDA in the portal's 2024 layout) and a deterministic fake `sello` (a hash of
  * the cadena, not an RSA signature) under a fake certificate number.
  *
@@ -23,11 +25,12 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { crc32 } from "node:zlib";
-import { Router } from "@koa/router";
+import type { Router } from "@koa/router";
 import { Decimal } from "decimal.js";
 import type { Context } from "koa";
 import { mexicoCityDateTime } from "../../integrations/cep-receipt.ts";
 import { findParticipantByCode } from "../../domain/spei-participants.ts";
+import { createRouter } from "../../http/router.ts";
 
 export type CepPortalSimulatorMode = "normal" | "not_yet_available" | "rate_limited" | "down" | "malformed_xml";
 
@@ -58,13 +61,26 @@ export type SimulatedSpeiPayment = {
 export type CepPortalSimulator = {
   router: Router;
   recordPayment(payment: SimulatedSpeiPayment): { trackingKey: string };
+  /** Resolves once every recorded payment is in the shared store (at once without one). */
+  flush(): Promise<void>;
   setMode(mode: CepPortalSimulatorMode): void;
   getMode(): CepPortalSimulatorMode;
   /** Forgets every payment and session and returns to "normal". */
   reset(): void;
 };
 
+/** A recorded payment as the shared store keeps it (JSON). */
+export type SharedSpeiPayment = Omit<StoredPayment, "operationAt" | "amount" | "availableAfter"> & { operationAt: string; amount: string; availableAfter: string | null };
+
+/** Where payments are shared between instances: each saved on record, read back when a query misses. */
+export type SharedSpeiPayments = {
+  save(payment: SharedSpeiPayment): Promise<void>;
+  /** The payments whose tracking key (case-insensitive) or reference is `criterio`. */
+  find(criterio: string): Promise<SharedSpeiPayment[]>;
+};
+
 export type CepPortalSimulatorOptions = {
+  shared?: SharedSpeiPayments;
   now?: () => Date;
   /** numeroCertificado of the fake receipts. */
   certificateNumber?: string;
@@ -396,6 +412,22 @@ export function createCepPortalSimulator(options: CepPortalSimulatorOptions = {}
   let payments: StoredPayment[] = [];
   let sessions = new Map<string, Session>();
   let sequence = 0;
+  let saving: Promise<unknown>[] = [];
+
+  const toShared = (p: StoredPayment): SharedSpeiPayment => ({ ...p, operationAt: p.operationAt.toISOString(), amount: p.amount.toFixed(2), availableAfter: p.availableAfter?.toISOString() ?? null });
+  const fromShared = (p: SharedSpeiPayment): StoredPayment => ({
+    ...p,
+    operationAt: new Date(p.operationAt),
+    amount: new Decimal(p.amount),
+    availableAfter: p.availableAfter === null ? undefined : new Date(p.availableAfter),
+  });
+  /** Payments another instance recorded: read from the shared store when this one has no match. */
+  async function fetchShared(criterio: string): Promise<void> {
+    if (!options.shared || !criterio) return;
+    for (const found of await options.shared.find(criterio)) {
+      if (!payments.some((p) => p.trackingKey === found.trackingKey)) payments.push(fromShared(found));
+    }
+  }
 
   function generateTrackingKey(senderBankCode: string, calendarDate: string): string {
     for (;;) {
@@ -423,7 +455,7 @@ export function createCepPortalSimulator(options: CepPortalSimulatorOptions = {}
     const { date: calendarDate, time } = mexicoCityDateTime(payment.operationAt);
     const trackingKey = payment.trackingKey ?? generateTrackingKey(payment.senderBankCode, calendarDate);
     sequence += 1;
-    payments.push({
+    const stored: StoredPayment = {
       trackingKey,
       reference: payment.reference ?? String(sequence % 10_000_000),
       operationAt: payment.operationAt,
@@ -441,7 +473,13 @@ export function createCepPortalSimulator(options: CepPortalSimulatorOptions = {}
       senderRfc: payment.senderRfc ?? "ND",
       concept: payment.concept ?? "PAGO",
       availableAfter: payment.availableAfter,
-    });
+    };
+    payments.push(stored);
+    if (options.shared) {
+      const saved = options.shared.save(toShared(stored));
+      saved.catch(() => undefined); // reported by flush()
+      saving.push(saved);
+    }
     return { trackingKey };
   }
 
@@ -491,7 +529,7 @@ export function createCepPortalSimulator(options: CepPortalSimulatorOptions = {}
     );
   }
 
-  const router = new Router();
+  const router = createRouter<unknown>();
 
   router.get("/", (ctx) => {
     newSession(ctx);
@@ -504,6 +542,7 @@ export function createCepPortalSimulator(options: CepPortalSimulatorOptions = {}
     const session = newSession(ctx);
     if (mode === "rate_limited") return html(ctx, RATE_LIMITED_PAGE);
     if (!form.get("captcha")) return html(ctx, CAPTCHA_PAGE);
+    if (!findPayment(form)) await fetchShared((form.get("criterio") ?? "").trim());
     const payment = findPayment(form);
     if (!payment) return html(ctx, NOT_FOUND_PAGE);
     const consultaCep = (form.get("tipoConsulta") ?? "1") === "1";
@@ -545,6 +584,11 @@ export function createCepPortalSimulator(options: CepPortalSimulatorOptions = {}
   return {
     router,
     recordPayment,
+    async flush() {
+      const pending = saving;
+      saving = [];
+      await Promise.all(pending);
+    },
     setMode(next) {
       mode = next;
     },

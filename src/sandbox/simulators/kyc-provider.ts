@@ -18,9 +18,10 @@
  *   for tests and sandbox use; `decide()` never sends it.
  * Sessions live in memory only.
  */
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import type { Context } from "koa";
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { createRouter } from "../../http/router.ts";
 
 export type KycSimulatorMode = "normal" | "down";
 export type KycSimulatorResult = "APPROVED" | "REJECTED";
@@ -149,7 +150,7 @@ export function createKycProviderSimulator(options: KycProviderSimulatorOptions)
   const byToken = new Map<string, SimSession>();
   let mode: KycSimulatorMode = "normal";
 
-  const router = new Router();
+  const router = createRouter<unknown>();
 
   router.post("/v1/sessions", async (ctx) => {
     if (mode === "down") return fail(ctx, 500, "500", "Internal Server Error");

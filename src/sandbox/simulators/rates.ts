@@ -1,5 +1,6 @@
-import Router from "@koa/router";
+import type Router from "@koa/router";
 import { FIX_SERIES } from "../../integrations/banxico-sie.ts";
+import { createRouter } from "../../http/router.ts";
 
 // Simulators of the two rate sources, speaking their real HTTP protocols so the production clients run
 // unchanged in sandbox. `setMode` lets tests make a source fail in the ways the real one can.
@@ -23,7 +24,7 @@ export function createBanxicoSieSimulator(options: { token: string; rate: string
   let rate = options.rate;
   let mode: RateSimulatorMode = "normal";
   let count = 0;
-  const router = new Router();
+  const router = createRouter<unknown>();
   router.get("/series/:series/datos/oportuno", (ctx) => {
     count += 1;
     if (mode === "down") {
@@ -62,7 +63,7 @@ export function createFrankfurterSimulator(options: { rate: string }): RateSimul
   let rate = options.rate;
   let mode: RateSimulatorMode = "normal";
   let count = 0;
-  const router = new Router();
+  const router = createRouter<unknown>();
   router.get("/latest", (ctx) => {
     count += 1;
     if (mode !== "normal") {

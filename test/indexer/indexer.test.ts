@@ -654,7 +654,9 @@ describe("escrow indexer", () => {
       const { ponderPid } = JSON.parse(line) as { ponderPid: number };
       parent.kill("SIGKILL");
       await parentExited;
-      await waitFor("the orphaned Ponder to exit", async () => (isAlive(ponderPid) ? undefined : true), 20_000);
+      // Ponder's clean shutdown waits for its in-flight work: under a loaded CI machine it has taken
+      // over 20 s. What matters is that it does exit and unlock, not how fast.
+      await waitFor("the orphaned Ponder to exit", async () => (isAlive(ponderPid) ? undefined : true), 60_000);
     } finally {
       parent.kill("SIGKILL");
     }

@@ -14,7 +14,7 @@ import { createFixtures, fixtureClient } from "./fuzz/fixtures.ts";
 import { renderReport, writeReport } from "./fuzz/report.ts";
 import { runFuzz, violationTotal } from "./fuzz/run.ts";
 import { startFuzzStack, startReceiver } from "./fuzz/stack.ts";
-import { adminTarget, partnerTarget } from "./fuzz/targets.ts";
+import { allTargets } from "./fuzz/targets.ts";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -61,10 +61,13 @@ const databaseUrl = values["database-url"] ?? stack?.databaseUrl;
 let exitCode: number;
 try {
   log(`seed ${seed}, ${requests} requests against ${baseUrl}`);
-  const fixtures = await createFixtures(fixtureClient(baseUrl, adminToken), { tag: `s${seed}-${Date.now().toString(36)}`, webhookUrl: stack?.webhookUrl ?? receiver!.url, log });
+  const tag = `s${seed}-${Date.now().toString(36)}`;
+  const client = fixtureClient(baseUrl, adminToken);
+  const fixtures = await createFixtures(client, { tag, webhookUrl: stack?.webhookUrl ?? receiver!.url, log });
+  log("fixtures: market buyers and dashboard members");
   const result = await runFuzz({
     baseUrl,
-    targets: [partnerTarget(fixtures), adminTarget(fixtures, adminToken)],
+    targets: await allTargets(baseUrl, client, fixtures, { adminToken, tag }),
     fixtures,
     databaseUrl,
     seed,

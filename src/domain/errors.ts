@@ -68,8 +68,9 @@ export const OrderNotCancellableError = errorClass("ORDER_NOT_CANCELLABLE", 409,
 export const OrderNotDisputedError = errorClass("ORDER_NOT_DISPUTED", 409, "The order is not disputed");
 export const ResolutionPendingError = errorClass("RESOLUTION_PENDING", 409, "A different resolution of this dispute is already on its way");
 export const InvalidStateError = errorClass("INVALID_STATE", 409, "The order is not in a state that allows this action");
-// Payment proof: a payment report must be signed by the wallet that locked the order (docs/payments.md).
-export const InvalidSignatureError = errorClass("INVALID_SIGNATURE", 403, "The payment report is not signed by the order's buyer wallet");
+// A signature that is not the wallet's: a payment report not signed by the wallet that locked the order
+// (docs/payments.md), or a market sign-in (decisions 17, which fixes the status: 401). One code, one status.
+export const InvalidSignatureError = errorClass("INVALID_SIGNATURE", 401, "The signature is not the wallet's");
 
 // Partner dashboard (decisions section 18)
 export const InvalidCredentialsError = errorClass("INVALID_CREDENTIALS", 401, "The email or password is wrong");

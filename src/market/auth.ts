@@ -3,10 +3,9 @@ import type Koa from "koa";
 import { getAddress, type Hex, type PublicClient } from "viem";
 import { createSiweMessage, generateSiweNonce, parseSiweMessage } from "viem/siwe";
 import type { Pool, Queryable } from "../db/pool.ts";
-import { UnauthorizedError } from "../domain/errors.ts";
-import type { AppContext, AppState } from "../http/context.ts";
+import { InvalidSignatureError, UnauthorizedError } from "../domain/errors.ts";
+import { bearerToken, type AppContext, type AppState } from "../http/context.ts";
 import { ensureBuyer, normaliseWallet, type BuyerPolicy } from "./buyers.ts";
-import { SignInRefusedError } from "./errors.ts";
 
 // Wallet sign-in (decisions 17): EIP-4361 messages built and read with viem's SIWE helpers, a nonce
 // used once within 5 minutes, and a bearer token of which only the SHA-256 is stored. Neither the token
@@ -33,8 +32,7 @@ export function currentBuyer(ctx: AppContext): string {
 /** `Authorization: Bearer mks_...` of an open session; 401 UNAUTHORIZED otherwise. */
 export function buyerSessionGuard(db: Queryable): Koa.Middleware<AppState> {
   return async (ctx, next) => {
-    const match = /^Bearer +(\S+) *$/i.exec(ctx.get("Authorization"));
-    const token = match?.[1];
+    const token = bearerToken(ctx);
     if (!token || !TOKEN_PATTERN.test(token)) throw new UnauthorizedError("A valid market session token is required (Authorization: Bearer mks_...)");
     const { rows } = await db.query<{ wallet: string }>(
       "SELECT wallet FROM market_sessions WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > now()",
@@ -90,25 +88,25 @@ export async function openSession(deps: SignInDeps, input: { message: string; si
   try {
     parsed = parseSiweMessage(input.message);
   } catch {
-    throw new SignInRefusedError("The message is not a sign-in message issued by this service");
+    throw new InvalidSignatureError("The message is not a sign-in message issued by this service");
   }
-  if (!parsed.nonce || !parsed.address || !parsed.domain) throw new SignInRefusedError("The message is not a sign-in message issued by this service");
+  if (!parsed.nonce || !parsed.address || !parsed.domain) throw new InvalidSignatureError("The message is not a sign-in message issued by this service");
   const { rows } = await deps.pool.query<{ wallet: string; message_hash: string; expires_at: Date; used_at: Date | null }>(
     "SELECT wallet, message_hash, expires_at, used_at FROM market_nonces WHERE nonce = $1",
     [parsed.nonce],
   );
   const issued = rows[0];
   if (!issued || issued.message_hash !== sha256(input.message) || issued.wallet !== normaliseWallet(parsed.address)) {
-    throw new SignInRefusedError("The message is not a sign-in message issued by this service");
+    throw new InvalidSignatureError("The message is not a sign-in message issued by this service");
   }
-  if (issued.used_at) throw new SignInRefusedError("The sign-in message was already used");
-  if (issued.expires_at.getTime() <= now.getTime()) throw new SignInRefusedError("The sign-in message has expired");
+  if (issued.used_at) throw new InvalidSignatureError("The sign-in message was already used");
+  if (issued.expires_at.getTime() <= now.getTime()) throw new InvalidSignatureError("The sign-in message has expired");
   const valid = await deps.publicClient
     .verifySiweMessage({ message: input.message, signature: input.signature as Hex, address: parsed.address, nonce: parsed.nonce, domain: parsed.domain, time: now })
     .catch(() => false);
-  if (!valid) throw new SignInRefusedError(`The signature is not ${getAddress(parsed.address)}'s signature of the message`);
+  if (!valid) throw new InvalidSignatureError(`The signature is not ${getAddress(parsed.address)}'s signature of the message`);
   const used = await deps.pool.query("UPDATE market_nonces SET used_at = now() WHERE nonce = $1 AND used_at IS NULL AND expires_at > now()", [parsed.nonce]);
-  if (!used.rowCount) throw new SignInRefusedError("The sign-in message was already used");
+  if (!used.rowCount) throw new InvalidSignatureError("The sign-in message was already used");
 
   const wallet = normaliseWallet(parsed.address);
   await ensureBuyer(deps.pool, deps.policy, wallet);
@@ -119,7 +117,6 @@ export async function openSession(deps: SignInDeps, input: { message: string; si
 }
 
 /** Signs a session out: its token stops working at once. */
-export async function closeSession(db: Queryable, authorization: string): Promise<void> {
-  const token = /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
+export async function closeSession(db: Queryable, token: string | undefined): Promise<void> {
   if (token) await db.query("UPDATE market_sessions SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL", [sha256(token)]);
 }

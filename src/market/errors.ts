@@ -33,16 +33,3 @@ export class LockLimitReachedError extends OfframpError {
     this.name = this.code;
   }
 }
-
-/**
- * Sign-in refused (401 INVALID_SIGNATURE): not that wallet's signature, or a message not issued here,
- * already used or expired. The code is the payment report's (403 there); sign-in answers 401.
- */
-export class SignInRefusedError extends OfframpError {
-  readonly code = "INVALID_SIGNATURE";
-  readonly status = 401;
-  constructor(message = "The signature or the sign-in message is not valid") {
-    super(message);
-    this.name = this.code;
-  }
-}

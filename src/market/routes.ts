@@ -2,7 +2,7 @@ import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, RateLimitedError } from "../domain/errors.ts";
 import type { KycLevel } from "../domain/kyc.ts";
-import type { AppState } from "../http/context.ts";
+import { bearerToken, type AppState } from "../http/context.ts";
 import { countRequest } from "../http/middleware/rate-limit.ts";
 import { checkReturnUrl, kycSessionBodySchema } from "../http/routes/kyc.ts";
 import type { RouteGroup } from "../http/routes.ts";
@@ -105,7 +105,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
   market.add(
     { method: "delete", path: "/auth/session", tag: "Sign-in", summary: "Sign out: the session's token stops working", responses: { 204: { description: "Signed out" } } },
     async (ctx) => {
-      await closeSession(pool, ctx.get("Authorization"));
+      await closeSession(pool, bearerToken(ctx));
       ctx.status = 204;
       ctx.body = null;
     },

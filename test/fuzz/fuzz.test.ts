@@ -3,10 +3,10 @@ import { after, before, test } from "node:test";
 import { createFixtures, fixtureClient } from "../../src/cli/fuzz/fixtures.ts";
 import { runFuzz, violationTotal, type FuzzResult } from "../../src/cli/fuzz/run.ts";
 import { startFuzzStack, type FuzzStack } from "../../src/cli/fuzz/stack.ts";
-import { adminTarget, partnerTarget } from "../../src/cli/fuzz/targets.ts";
+import { allTargets } from "../../src/cli/fuzz/targets.ts";
 
 // The short run of `npm run fuzz` (decisions 15): about a thousand generated requests with a fixed seed,
-// valid and broken, against the whole stack; no 5xx, the error shape everywhere, nothing reached
+// valid and broken, against the whole stack (partner API, admin, market, dashboard); no 5xx, the error shape everywhere, nothing reached
 // without credentials or across tenants, and no data changed by a refused request.
 const SEED = 20261121;
 const REQUESTS = 1_000;
@@ -16,10 +16,12 @@ let result: FuzzResult;
 
 before(async () => {
   stack = await startFuzzStack(() => undefined);
-  const fixtures = await createFixtures(fixtureClient(stack.baseUrl, stack.adminToken), { tag: `t${Date.now().toString(36)}`, webhookUrl: stack.webhookUrl, log: () => undefined });
+  const tag = `t${Date.now().toString(36)}`;
+  const client = fixtureClient(stack.baseUrl, stack.adminToken);
+  const fixtures = await createFixtures(client, { tag, webhookUrl: stack.webhookUrl, log: () => undefined });
   result = await runFuzz({
     baseUrl: stack.baseUrl,
-    targets: [partnerTarget(fixtures), adminTarget(fixtures, stack.adminToken)],
+    targets: await allTargets(stack.baseUrl, client, fixtures, { adminToken: stack.adminToken, tag }),
     fixtures,
     databaseUrl: stack.databaseUrl,
     seed: SEED,
@@ -36,9 +38,10 @@ function listed(kinds: string[]): string {
     .join("\n");
 }
 
-test(`the short fuzz run sends at least ${REQUESTS} requests from both documents`, () => {
+test(`the short fuzz run sends at least ${REQUESTS} requests from the partner, admin, market and dashboard documents`, () => {
   assert.ok(result.requests >= REQUESTS, `${result.requests} requests`);
-  assert.deepEqual(result.documents.map((d) => d.target), ["partner", "admin"]);
+  assert.deepEqual(result.documents.map((d) => d.target), ["partner", "admin", "market", "dashboard"]);
+  for (const target of ["partner", "admin", "market", "dashboard"]) assert.ok((result.byTarget[target] ?? 0) >= 50, `${target}: ${result.byTarget[target] ?? 0} requests`);
   assert.ok(result.batches.checked > 0, "some batches were checked for changed data");
 });
 

@@ -3,7 +3,7 @@ import http from "node:http";
 import { after, before, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { assertError, assertStatus } from "../support/assertions.ts";
-import { startTestService, type TestService } from "../support/service.ts";
+import { ADMIN_TOKEN, startTestService, type TestService } from "../support/service.ts";
 
 // Inputs `npm run fuzz` answered with a 500 or accepted when they must be refused (decisions 11 and 15):
 // each is now VALIDATION_ERROR and changes nothing; and an idempotent replay keeps the first answer's bytes.
@@ -22,7 +22,7 @@ async function count(sql: string, ...values: unknown[]): Promise<number> {
 }
 
 /** node:http, so the raw path and body bytes are sent as they are. */
-function raw(method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; body: Record<string, unknown> }> {
+function raw(method: string, path: string, headers: Record<string, string | string[]>, body?: Buffer): Promise<{ status: number; body: Record<string, unknown> }> {
   const url = new URL(service.baseUrl);
   return new Promise((resolve, reject) => {
     const request = http.request({ host: url.hostname, port: url.port, method, path, headers: body ? { ...headers, "content-length": String(body.length) } : headers }, (response) => {
@@ -90,4 +90,12 @@ test("a huge page offset answers VALIDATION_ERROR, not 500; the largest exact in
   assertError(await service.admin("GET", `/partners?limit=${"9".repeat(400)}`), 400, "VALIDATION_ERROR");
   assertError(await service.api("GET", `/webhooks?offset=${"9".repeat(40)}`, { key: partner.apiKey }), 400, "VALIDATION_ERROR");
   assertStatus(await service.admin("GET", `/partners?offset=${Number.MAX_SAFE_INTEGER}`), 200);
+});
+
+test("a repeated Authorization header is UNAUTHORIZED on the admin API, even when every line holds the admin token", async () => {
+  // Node keeps the first line and drops the others; a proxy in front may have read another one.
+  const twice = await raw("GET", "/admin/v1/partners", { authorization: [`Bearer ${ADMIN_TOKEN}`, `Bearer ${ADMIN_TOKEN}`] });
+  assertError({ ...twice, headers: new Headers() }, 401, "UNAUTHORIZED");
+  const once = await raw("GET", "/admin/v1/partners", { authorization: `Bearer ${ADMIN_TOKEN}` });
+  assert.equal(once.status, 200);
 });

@@ -2,6 +2,7 @@
 // order book, lock permits and their refusals, the buyer's trade through to COMPLETED, the payment
 // concept, and the sandbox chain and faucet helpers of decisions 13.
 import assert from "node:assert/strict";
+import http from "node:http";
 import { after, before, describe, test } from "node:test";
 import { sandboxAccounts } from "../../src/chain/local-node.ts";
 import { privateKeyToAccount } from "viem/accounts";
@@ -88,6 +89,22 @@ describe("sign-in", () => {
     }
     const bad = await market(stack, "GET", "/me", { token: `mks_${"0".repeat(64)}` });
     assert.equal(bad.status, 401);
+  });
+
+  test("two Authorization lines are 401 UNAUTHORIZED even when both hold open sessions", async () => {
+    // Node keeps the first line and drops the other; a proxy in front may have read the other one.
+    const [first, second] = [await signIn(stack), await signIn(stack)];
+    const url = new URL(`${stack.service.baseUrl}/market/v1/me`);
+    const status = await new Promise<number>((resolve, reject) => {
+      const request = http.request({ host: url.hostname, port: url.port, path: url.pathname, headers: { Authorization: [`Bearer ${first.token}`, `Bearer ${second.token}`] } }, (response) => {
+        response.resume();
+        resolve(response.statusCode!);
+      });
+      request.on("error", reject);
+      request.end();
+    });
+    assert.equal(status, 401);
+    assert.equal((await market(stack, "GET", "/me", { token: first.token })).status, 200);
   });
 
   test("the market's OpenAPI document is served", async () => {

@@ -71,7 +71,7 @@ describe("reporting a payment", () => {
     const order = await lockedOrder(stack);
     const body = await signedReport(order, { trackingKey: "BNET01002611210000001", operationDate: mexicoCityDate(new Date()), senderBankCode: "40002" }, STRANGER);
     const response = await report(stack, order.id, body);
-    assert.equal(response.status, 403);
+    assert.equal(response.status, 401);
     assert.equal(response.body.error, "INVALID_SIGNATURE");
     assert.equal(typeof response.body.message, "string");
     const detail = await orderDetail(stack, order.id);
@@ -83,7 +83,7 @@ describe("reporting a payment", () => {
     const order = await lockedOrder(stack);
     const signed = await signedReport(order, { trackingKey: "BNET01002611210000002", operationDate: mexicoCityDate(new Date()), senderBankCode: "40002" }, BUYER);
     const response = await report(stack, order.id, { ...signed, trackingKey: "BNET01002611210000003" });
-    assert.equal(response.status, 403);
+    assert.equal(response.status, 401);
     assert.equal(response.body.error, "INVALID_SIGNATURE");
     assert.equal((await orderDetail(stack, order.id)).timeline.some((entry) => entry.event === "PAYMENT_REPORTED"), false);
   });
@@ -92,7 +92,7 @@ describe("reporting a payment", () => {
     const order = await lockedOrder(stack);
     const fields = { trackingKey: "BNET01002611210000004", operationDate: mexicoCityDate(new Date()), senderBankCode: "40002" };
     const zero = await report(stack, order.id, { ...fields, signature: `0x${"00".repeat(65)}` });
-    assert.equal(zero.status, 403);
+    assert.equal(zero.status, 401);
     assert.equal(zero.body.error, "INVALID_SIGNATURE");
     const short = await report(stack, order.id, { ...fields, signature: "0x1234" });
     assert.equal(short.status, 400);

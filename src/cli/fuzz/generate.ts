@@ -59,7 +59,7 @@ export function pct(value: string): string {
 }
 
 function choosePrincipal(op: Operation, rng: Rng, tenantOnly = false): Principal {
-  const principals = op.target.principals.filter((p) => !tenantOnly || (p.tenant && p.tenant.orders.length > 0));
+  const principals = op.target.principals.filter((p) => (!tenantOnly || (p.tenant && p.tenant.orders.length > 0)) && (!p.uses || p.uses(op.method, op.path)));
   return rng.weighted(principals.map((p) => [p, p.weight] as const));
 }
 
@@ -205,6 +205,7 @@ const MALFORMED_JSON = ['{"a":', "{'a':1}", "{a:1}", '{"a":1,}', '{"a":NaN}', '{
 const NOT_OBJECTS = ["[]", '"text"', "1", "null", "true", "[{}]", '""', "-0"];
 
 export function generate(category: Category, operations: Operation[], rng: Rng, options: GenerateOptions): Generated | undefined {
+  const guarded = (op: Operation) => !op.target.open?.(op.method, op.path);
   const pickOp = (filter: (op: Operation) => boolean) => {
     const candidates = operations.filter(filter);
     return candidates.length ? rng.pick(candidates) : undefined;
@@ -373,7 +374,7 @@ export function generate(category: Category, operations: Operation[], rng: Rng, 
     }
     case "path-variant-unauthenticated":
     case "path-variant-authenticated": {
-      const op = pickOp(() => true)!;
+      const op = pickOp((o) => category === "path-variant-authenticated" || guarded(o))!;
       const principal = choosePrincipal(op, rng);
       const { parts, full } = standard(op, principal, "own");
       const { path, variant } = pathVariant(full, op.target.prefix, rng);
@@ -384,7 +385,7 @@ export function generate(category: Category, operations: Operation[], rng: Rng, 
       return finish(op, authenticated ? principal : undefined, `${variant}${broken ? `, ${broken.label}` : ""}: ${path.slice(0, 80)}`, request, authenticated ? undefined : "auth bypass");
     }
     case "broken-credentials": {
-      const op = pickOp(() => true)!;
+      const op = pickOp(guarded)!;
       const principal = choosePrincipal(op, rng);
       const { parts, full } = standard(op, principal, "own");
       const broken = op.target.brokenCredentials(rng);
@@ -463,7 +464,7 @@ export function generate(category: Category, operations: Operation[], rng: Rng, 
       const principal = rng.bool(0.7) ? choosePrincipal(op, rng) : undefined;
       const { parts, full } = standard(op, choosePrincipal(op, rng), "own");
       const method = rng.pick(["OPTIONS", "HEAD"]);
-      return finish(op, principal, `${method} ${principal ? "with" : "without"} credentials`, { method, path: full + queryString(parts.query), headers: baseHeaders(principal, rng, options) }, principal ? undefined : "auth bypass");
+      return finish(op, principal, `${method} ${principal ? "with" : "without"} credentials`, { method, path: full + queryString(parts.query), headers: baseHeaders(principal, rng, options) }, principal || !guarded(op) ? undefined : "auth bypass");
     }
     default:
       return undefined;

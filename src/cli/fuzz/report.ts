@@ -12,7 +12,7 @@ export function renderReport(result: FuzzResult, context: { command: string; tar
   lines.push(`- Date: ${new Date().toISOString()}`);
   if (context.commit) lines.push(`- Code: ${context.commit}`);
   lines.push(`- Target: ${context.target}`);
-  lines.push(`- Documents: ${result.documents.map((d) => `${d.target} (${d.operations} operations)`).join(", ")}`);
+  lines.push(`- Documents: ${result.documents.map((d) => `${d.target} (${d.operations} operations, ${result.byTarget[d.target] ?? 0} requests)`).join(", ")}`);
   lines.push(`- Requests: ${result.requests} in ${(result.durationMs / 1000).toFixed(1)} s (${(result.requests / (result.durationMs / 1000)).toFixed(0)}/s)`);
   lines.push(`- Reproduce: \`${context.command}\``, "");
   lines.push("## Checks", "");

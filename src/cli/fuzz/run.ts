@@ -35,6 +35,8 @@ export interface FuzzResult {
   requests: number;
   durationMs: number;
   documents: { target: string; operations: number }[];
+  /** Requests sent to each API (the concurrency scenarios are the partner API's). */
+  byTarget: Record<string, number>;
   byCategory: Record<string, Record<string, number>>;
   byStatus: Record<string, number>;
   byCode: Record<string, number>;
@@ -90,6 +92,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
     requests: 0,
     durationMs: 0,
     documents,
+    byTarget: {},
     byCategory: {},
     byStatus: {},
     byCode: {},
@@ -153,6 +156,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
       });
       for (const violation of run.violations) record(violation, "concurrency", run.name);
       result.requests += run.responses.length;
+      result.byTarget.partner = (result.byTarget.partner ?? 0) + run.responses.length;
       if (db) {
         const settled = await db.settle();
         if (!settled.settled) result.batches.settleTimeouts += 1;
@@ -170,6 +174,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
     }
     const responses = await runLimited(generated.map((g) => () => sender.send(g.request)), concurrency);
     result.requests += generated.length;
+    for (const g of generated) result.byTarget[g.op.target.name] = (result.byTarget[g.op.target.name] ?? 0) + 1;
 
     let acceptedWrite = false;
     responses.forEach((response, i) => {

@@ -7,6 +7,7 @@ import pg from "pg";
 export const EXCLUDED_TABLES: Record<string, string> = {
   rate_limit_windows: "per-minute request counters: every request is counted, refused ones included (decisions 3), and a job prunes old windows",
   idempotency_keys: "the first answer to each Idempotency-Key is kept, refusals included, so a repeat replays it (decisions 11)",
+  dashboard_auth_failures: "failed dashboard sign-ins counted per email and per address: the throttle must count the refusals themselves (decisions 18)",
   exchange_rates: "a cache of the outside rate, appended whenever a request needs a rate older than validFor (300 s)",
 };
 

@@ -1,9 +1,10 @@
 // The APIs the fuzzer aims at: one entry per OpenAPI document, saying where the document is, how a
 // caller authenticates (and how it fails to), and which real values its path parameters and fields take.
-// Adding an API (the market's bearer session, the dashboard's cookie plus CSRF token) is one more entry.
-import type { Fixtures, PartnerFixture } from "./fixtures.ts";
+// The market authenticates with a buyer's bearer session, the dashboard with a member's cookie and CSRF token.
+import type { FixtureClient, Fixtures, PartnerFixture } from "./fixtures.ts";
 import { SELLER_CLABE } from "./fixtures.ts";
 import type { Rng } from "./rng.ts";
+import { createDashboardFixtures, createMarketFixtures, type BuyerFixture, type DashboardFixtures, type MarketFixtures, type MemberSession } from "./surface-fixtures.ts";
 import type { Schema } from "./values.ts";
 
 /** One way of being authenticated (a partner's key, the admin token, a buyer's session...). */
@@ -13,6 +14,8 @@ export interface Principal {
   weight: number;
   /** The tenant whose data this principal owns, for targets with tenants. */
   tenant?: PartnerFixture;
+  /** The operations this principal is used for (default all): a session's own sign-out would end it for the rest of the run. */
+  uses?: (method: string, path: string) => boolean;
 }
 
 /** Credentials that must be refused, as headers (an array sends the header line twice). */
@@ -49,6 +52,8 @@ export interface ApiTarget {
   fieldValue(name: string, schema: Schema, context: ValueContext): unknown;
   /** Ids a principal must never see in a 2xx answer. */
   foreignIds(principal: Principal): string[];
+  /** Operations anyone may call (sign-in): a caller without credentials is not expected to be refused there. */
+  open?: (method: string, path: string) => boolean;
 }
 
 function randomId(rng: Rng, prefix: string): string {
@@ -216,4 +221,148 @@ export function adminTarget(fixtures: Fixtures, adminToken: string): ApiTarget {
       return [];
     },
   };
+}
+
+/** Both surfaces' sign-out: used only by the principal kept for it, so the others' sessions last the run. */
+const signingOut = (method: string, path: string) => method === "delete" && (path === "/auth/session" || path === "/session");
+
+export function marketTarget(fixtures: Fixtures, market: MarketFixtures): ApiTarget {
+  const { locker, fresh } = market.buyers;
+  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+  const buyers = new Map<string, BuyerFixture>([
+    [locker.label, locker],
+    [fresh.label, fresh],
+  ]);
+  return {
+    name: "market",
+    prefix: "/market/v1",
+    documentPath: "/market/v1/openapi.json",
+    documentHeaders: {},
+    principals: [
+      { label: locker.label, headers: bearer(locker.token), weight: 4, uses: (method, path) => !signingOut(method, path) },
+      { label: fresh.label, headers: bearer(fresh.token), weight: 2, uses: (method, path) => !signingOut(method, path) },
+      { label: "buyer signing out", headers: bearer(market.signOutToken), weight: 1, uses: signingOut },
+    ],
+    rateLimitHeaders: false,
+    tenants: false,
+    open: (method, path) => method === "post" && (path === "/auth/challenge" || path === "/auth/session"),
+    brokenCredentials(rng) {
+      return rng.pick<BrokenCredentials>([
+        { label: "no token", headers: {} },
+        { label: "scheme only", headers: { Authorization: "Bearer" } },
+        { label: "unknown token", headers: bearer(`mks_${rng.hex(64)}`) },
+        { label: "malformed token", headers: bearer(`mks_${rng.hex(10)}`) },
+        { label: "token one character off", headers: bearer(`${locker.token.slice(0, -1)}${locker.token.endsWith("0") ? "1" : "0"}`) },
+        { label: "signed-out token", headers: bearer(market.revokedToken) },
+        { label: "token without scheme", headers: { Authorization: locker.token } },
+        { label: "token in X-API-Key", headers: { "X-API-Key": locker.token } },
+        { label: "partner key as bearer", headers: bearer(fixtures.partners.main.apiKey) },
+        { label: "two tokens", headers: { Authorization: [`Bearer ${locker.token}`, `Bearer ${fresh.token}`] } },
+      ]);
+    },
+    pathValue(param, context) {
+      const { rng, path, mode, principal } = context;
+      if (param === "escrowOrderId") {
+        if (mode === "random") return `0x${rng.hex(64)}`;
+        // A buyer's own trades, the book's orders, and (for the new wallet) the other buyer's trades, which
+        // it must not see.
+        const own = buyers.get(principal.label)?.trades ?? [];
+        const candidates = path.startsWith("/trades") ? [...own, ...(own.length ? [] : locker.trades)] : market.listed;
+        return pickOr(rng, candidates, () => `0x${rng.hex(64)}`);
+      }
+      return `${param}-${rng.hex(8)}`;
+    },
+    fieldValue(name, _schema, context) {
+      const { rng } = context;
+      switch (name) {
+        case "address":
+          return rng.bool(0.8) ? `0x${rng.hex(40)}` : undefined;
+        case "returnUrl":
+          return "https://example.com/back";
+        default:
+          return undefined;
+      }
+    },
+    foreignIds(principal) {
+      return principal.label === locker.label ? [] : locker.trades;
+    },
+  };
+}
+
+export function dashboardTarget(fixtures: Fixtures, dashboard: DashboardFixtures): ApiTarget {
+  const { a, b } = dashboard.tenants;
+  const tenants = [a, b];
+  const sessionHeaders = (session: MemberSession) => ({ Cookie: session.cookie, "X-CSRF-Token": session.csrfToken });
+  const tenantOf = (partner: PartnerFixture | undefined) => tenants.find((t) => t.partner.id === partner?.id);
+  const keep = (method: string, path: string) => !signingOut(method, path);
+  const principals: Principal[] = tenants.flatMap((t) =>
+    t.sessions.map((session) => ({ label: `${session.label}`, headers: sessionHeaders(session), weight: session.role === "OWNER" ? 4 : 1, tenant: t.partner, uses: keep })),
+  );
+  principals.push({ label: dashboard.signOutSession.label, headers: sessionHeaders(dashboard.signOutSession), weight: 1, tenant: a.partner, uses: signingOut });
+  const owner = a.sessions.find((s) => s.role === "OWNER")!;
+  return {
+    name: "dashboard",
+    prefix: "/dashboard/v1",
+    documentPath: "/dashboard/v1/openapi.json",
+    documentHeaders: {},
+    principals,
+    rateLimitHeaders: false,
+    tenants: true,
+    open: (method, path) => method === "post" && (path === "/session" || path.startsWith("/invitations/")),
+    brokenCredentials(rng) {
+      const [name, token] = owner.cookie.split("=") as [string, string];
+      return rng.pick<BrokenCredentials>([
+        { label: "no cookie", headers: {} },
+        { label: "unknown session", headers: { Cookie: `${name}=${rng.hex(64)}` } },
+        { label: "empty session", headers: { Cookie: `${name}=` } },
+        { label: "session one character off", headers: { Cookie: `${name}=${token.slice(0, -1)}${token.endsWith("0") ? "1" : "0"}` } },
+        { label: "signed-out session", headers: { Cookie: dashboard.revokedCookie } },
+        { label: "session under another cookie name", headers: { Cookie: `session=${token}` } },
+        { label: "session as bearer", headers: { Authorization: `Bearer ${token}` } },
+        { label: "CSRF token without the cookie", headers: { "X-CSRF-Token": owner.csrfToken } },
+        { label: "partner key", headers: { "X-API-Key": a.partner.apiKey } },
+        { label: "partner key of another fixture", headers: { "X-API-Key": fixtures.partners.main.apiKey } },
+      ]);
+    },
+    pathValue(param, context) {
+      const { rng, path, mode, principal } = context;
+      const tenant = mode === "other" ? tenants.find((t) => t.partner.id !== principal.tenant?.id) : mode === "own" ? tenantOf(principal.tenant) : undefined;
+      if (path.startsWith("/orders/")) return tenant ? pickOr(rng, tenant.partner.orders, () => ({ id: randomId(rng, "ord"), status: "" })).id : randomId(rng, "ord");
+      if (path.startsWith("/deliveries/")) return tenant ? pickOr(rng, tenant.deliveries, () => randomId(rng, "whd")) : randomId(rng, "whd");
+      if (path.startsWith("/members/")) return tenant ? pickOr(rng, tenant.victimMembers, () => randomId(rng, "mbr")) : randomId(rng, "mbr");
+      if (param === "token") return rng.hex(rng.pick([16, 64]));
+      return `${param}-${rng.hex(8)}`;
+    },
+    fieldValue(name, _schema, context) {
+      const { rng } = context;
+      switch (name) {
+        case "webhookUrl":
+          return rng.bool(0.8) ? fixtures.webhookUrl : undefined;
+        case "ipAllowList":
+          return rng.bool(0.7) ? rng.pick([[], ["10.0.0.0/8"], ["127.0.0.1", "::1"], ["2001:db8::/32"]]) : undefined;
+        case "email":
+          return rng.bool(0.8) ? `fz-${rng.hex(6)}@example.com` : undefined;
+        case "orderId":
+          return pickOr(rng, tenantOf(context.principal.tenant)?.partner.orders.map((o) => o.id) ?? [], () => randomId(rng, "ord"));
+        default:
+          return undefined;
+      }
+    },
+    foreignIds(principal) {
+      const other = tenants.find((t) => t.partner.id !== principal.tenant?.id)!;
+      return [other.partner.id, ...other.partner.orders.map((o) => o.id), ...other.deliveries, ...other.victimMembers];
+    },
+  };
+}
+
+/** Every API of the service, each with its fuzz data: partner, admin, market and dashboard. */
+export async function allTargets(
+  baseUrl: string,
+  client: FixtureClient,
+  fixtures: Fixtures,
+  options: { adminToken: string; tag: string },
+): Promise<ApiTarget[]> {
+  const market = await createMarketFixtures(baseUrl);
+  const dashboard = await createDashboardFixtures(baseUrl, client, { tag: options.tag, webhookUrl: fixtures.webhookUrl });
+  return [partnerTarget(fixtures), adminTarget(fixtures, options.adminToken), marketTarget(fixtures, market), dashboardTarget(fixtures, dashboard)];
 }

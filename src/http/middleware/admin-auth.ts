@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type Koa from "koa";
 import type { Queryable } from "../../db/pool.ts";
 import { RateLimitedError, UnauthorizedError } from "../../domain/errors.ts";
-import type { AppState } from "../context.ts";
+import { bearerToken, type AppState } from "../context.ts";
 import { countRequest, readWindow } from "./rate-limit.ts";
 
 const digest = (value: string) => createHash("sha256").update(value).digest();
@@ -21,9 +21,8 @@ export function adminAuth(adminToken: string, db: Queryable): Koa.Middleware<App
     const bucket = `admin-auth-failures:${ctx.ip}`;
     const failures = await readWindow(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
     if (failures.exceeded) throw new RateLimitedError(failures.retryAfterSeconds);
-    // The scheme name is case-insensitive (RFC 9110 section 11.1).
-    const match = /^Bearer +(\S+) *$/i.exec(ctx.get("Authorization"));
-    if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
+    const token = bearerToken(ctx);
+    if (token === undefined || !timingSafeEqual(digest(token), expected)) {
       const counted = await countRequest(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
       if (counted.exceeded) throw new RateLimitedError(counted.retryAfterSeconds);
       throw new UnauthorizedError();

@@ -14,6 +14,10 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
     // supervising every 10 s instead of 60 s bounds that recovery to the job's expiry plus ~10 s.
     superviseIntervalSeconds: 10,
     monitorIntervalSeconds: 10,
+    // Workers are woken by a NOTIFY sent with each job (delivered when the sending transaction
+    // commits), on every instance; polling stays as the floor for delayed jobs (timers, retries) and
+    // for a listener that is down.
+    useListenNotify: true,
   });
   boss.on("error", (error) => logger.error({ err: error }, "job queue error"));
   await boss.start();

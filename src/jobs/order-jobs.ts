@@ -51,15 +51,16 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
   };
 }
 
+// notify: a job written wakes the workers at once instead of on their next poll (jobs/boss.ts).
 const QUEUE_OPTIONS = {
   // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
   // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so
   // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
-  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60 },
+  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90 },
+  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90, notify: true },
   // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
-  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60 },
+  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
 };
 
 export async function createOrderQueues(boss: PgBoss): Promise<void> {
@@ -130,7 +131,7 @@ export async function startOrderWorkers(deps: {
 }): Promise<void> {
   const { boss, pool, ports, logger, escrowStatus } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
-  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
+  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
     const { orderId, timer, dueAt } = job!.data;
     const escrow = deps.escrow;
     if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job!.data))) return;
@@ -154,7 +155,7 @@ export async function startOrderWorkers(deps: {
   });
   const sender = deps.sender;
   if (sender) {
-    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, async ([job]) => {
       try {
         const outcome = await sender.process(job!.data.transactionId);
         logger.info({ transactionId: job!.data.transactionId, outcome }, "escrow transaction settled");

@@ -39,5 +39,5 @@ export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool:
       throw error;
     }
   };
-  await boss.work<PaymentVerificationAttempt>(PAYMENT_VERIFY_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5 }, async ([job]) => handle(job!));
+  await boss.work<PaymentVerificationAttempt>(PAYMENT_VERIFY_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, async ([job]) => handle(job!));
 }

@@ -28,6 +28,8 @@ export function deliveryQueueOptions(timeoutMs: number) {
     retryBackoff: true,
     retryDelayMax: 60,
     deleteAfterSeconds: 7 * 86400,
+    // A delivery written wakes the workers at once (jobs/boss.ts); retries still wait for their time.
+    notify: true,
   };
 }
 

@@ -179,7 +179,13 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   const deps = { pool, boss, logger, config };
   await boss.work<DeliveryJob>(
     DELIVERY_QUEUE,
-    { localConcurrency: options.concurrency ?? 4, batchSize: 1, pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5 },
+    {
+      localConcurrency: options.concurrency ?? 4,
+      batchSize: 1,
+      pollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5,
+      // Scheduled retries are not announced when they fall due: the same floor while notified.
+      notifyPollingIntervalSeconds: options.pollingIntervalSeconds ?? 0.5,
+    },
     async ([job]) => {
       if (job) await attemptDelivery(deps, job.data);
     },

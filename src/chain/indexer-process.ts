@@ -266,10 +266,12 @@ export interface Indexer {
 /**
  * Preloaded into the Ponder process: when its parent (this process) dies, even by SIGKILL, the child is
  * re-parented; it then sends itself SIGINT so Ponder shuts down cleanly and unlocks its schema instead
- * of indexing on as an orphan that keeps the schema locked against the next start.
+ * of indexing on as an orphan that keeps the schema locked against the next start. Ponder's shutdown
+ * has been seen to hang for good (a CI run left an orphan alive an hour later): 20 s after the SIGINT
+ * the watchdog exits the process, and the schema's lock then lapses with its heartbeat.
  */
 const ORPHAN_WATCHDOG =
-  "data:text/javascript,const parent=process.ppid;setInterval(()=>{if(process.ppid!==parent)process.kill(process.pid,'SIGINT')},1000).unref();";
+  "data:text/javascript,const parent=process.ppid;let since=0;setInterval(()=>{if(process.ppid===parent)return;if(!since){since=Date.now();process.kill(process.pid,'SIGINT')}else if(Date.now()-since>20000)process.exit(1)},1000).unref();";
 
 const LOCAL_CHAIN_ID = 31337;
 

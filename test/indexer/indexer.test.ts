@@ -628,7 +628,7 @@ describe("escrow indexer", () => {
     assert.ok(recoveredMs < 60_000, `recovery took ${recoveredMs} ms`);
   });
 
-  it("stops an indexer whose parent process was SIGKILLed, leaving the schema unlocked", async () => {
+  it("stops an indexer whose parent process was SIGKILLed, so that the next start takes the schema", async () => {
     await waitForChainMatch();
     const watch = watchConsumerView();
     await indexer!.stop();
@@ -654,15 +654,16 @@ describe("escrow indexer", () => {
       const { ponderPid } = JSON.parse(line) as { ponderPid: number };
       parent.kill("SIGKILL");
       await parentExited;
-      // Ponder's clean shutdown waits for its in-flight work: under a loaded CI machine it has taken
-      // over 20 s. What matters is that it does exit and unlock, not how fast.
+      // A clean shutdown (SIGINT from the watchdog) or, when Ponder's shutdown hangs, the watchdog's
+      // exit 20 s later.
       await waitFor("the orphaned Ponder to exit", async () => (isAlive(ponderPid) ? undefined : true), 60_000);
     } finally {
       parent.kill("SIGKILL");
     }
-    assert.equal(await isLocked(), false, "the orphan unlocked the schema");
+    // Unlocked by the clean shutdown; after a forced exit the lock lapses with Ponder's heartbeat.
+    const unlockedCleanly = !(await isLocked());
 
-    // So the next start neither waits for a lock nor loses anything. (The orphan's start reverted the
+    // The next start takes the schema and loses nothing. (The orphan's start reverted the
     // unfinalized rows, so the table itself is not a baseline here: the chain is.)
     const before = await chainEvents();
     const { orderId } = await deposit();
@@ -670,7 +671,7 @@ describe("escrow indexer", () => {
     indexer = await launchIndexer();
     const rows = await waitForChainMatch();
     const restartMs = Date.now() - started;
-    assert.ok(restartMs < 30_000, `restart took ${restartMs} ms`);
+    assert.ok(restartMs < (unlockedCleanly ? 30_000 : 90_000), `restart took ${restartMs} ms (the orphan ${unlockedCleanly ? "unlocked" : "left a lock to lapse"})`);
     const { violations, samples } = await watch.stop();
     assert.deepEqual(violations, []);
     assert.ok(samples > 0);

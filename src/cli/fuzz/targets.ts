@@ -336,9 +336,11 @@ export function dashboardTarget(fixtures: Fixtures, dashboard: DashboardFixtures
     fieldValue(name, _schema, context) {
       const { rng } = context;
       switch (name) {
-        case "webhookUrl":
-          return rng.bool(0.8) ? fixtures.webhookUrl : undefined;
-        case "ipAllowList":
+        case "url":
+          // Always the receiver: a URL that fails would keep redelivered events retrying in the background,
+          // which the data check cannot tell from a change made by a refused request.
+          return fixtures.webhookUrl;
+        case "entries":
           return rng.bool(0.7) ? rng.pick([[], ["10.0.0.0/8"], ["127.0.0.1", "::1"], ["2001:db8::/32"]]) : undefined;
         case "email":
           return rng.bool(0.8) ? `fz-${rng.hex(6)}@example.com` : undefined;

@@ -303,7 +303,8 @@ export function outOfRangeValue(schema: Schema, rng: Rng): unknown {
   if (typeof schema.maximum === "number") choices.push(() => (schema.maximum as number) + 1, () => 1e308);
   if (typeof schema.minimum === "number") choices.push(() => (schema.minimum as number) - 1, () => -1e308);
   if (typeof schema.exclusiveMinimum === "number") choices.push(() => schema.exclusiveMinimum, () => -0.000001);
-  if (typeof schema["x-maxDecimals"] === "number") choices.push(() => 1 + 10 ** -((schema["x-maxDecimals"] as number) + 1));
+  // One decimal place too many; past 15 places a double cannot hold it (1 + 1e-19 is 1, a valid value).
+  if (typeof schema["x-maxDecimals"] === "number" && schema["x-maxDecimals"] < 15) choices.push(() => 1 + 10 ** -((schema["x-maxDecimals"] as number) + 1));
   const types = allowedTypes(schema) ?? [];
   if (types.includes("integer")) choices.push(() => 1.5);
   if (typeof schema.maxItems === "number") choices.push(() => Array.from({ length: (schema.maxItems as number) + 1 }, () => "x"));

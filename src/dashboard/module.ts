@@ -1,11 +1,10 @@
-import { createReadStream } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type Router from "@koa/router";
 import type { RouteGroups, Surface } from "../http/app.ts";
-import type { AppContext, AppState } from "../http/context.ts";
+import type { AppState } from "../http/context.ts";
 import { buildOpenApiDocument } from "../http/openapi.ts";
-import { createRouter } from "../http/router.ts";
+import { staticPageRouter } from "../http/static-page.ts";
 import { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import { getPartner } from "../partners/partners.ts";
@@ -102,43 +101,7 @@ function adminDashboardRoutes(admin: RouteGroup, deps: Pick<DashboardRouteDeps, 
 
 const publicDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "public");
 
-/** A fixed list of files, by URL name (a Map, so `constructor` names nothing). */
-const FILES = new Map<string, { file: string; type: string }>([
-  ["dashboard.js", { file: path.join(publicDir, "dashboard.js"), type: "application/javascript" }],
-  ["dashboard.css", { file: path.join(publicDir, "dashboard.css"), type: "text/css" }],
-]);
-
-// Nothing inline at all: scripts and styles only from this origin (bars are sized through the CSSOM).
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-].join("; ");
-
+/** The page at /dashboard: nothing inline at all (bars are sized through the CSSOM). */
 function pageRouter(): Router<AppState> {
-  const router = createRouter();
-  const secure = (ctx: AppContext) => {
-    ctx.set("Cache-Control", "no-cache");
-    ctx.set("X-Content-Type-Options", "nosniff");
-    ctx.set("Referrer-Policy", "no-referrer");
-  };
-  router.get("/dashboard", (ctx) => {
-    secure(ctx);
-    ctx.type = "html";
-    ctx.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
-    ctx.body = createReadStream(path.join(publicDir, "index.html"));
-  });
-  router.get("/dashboard/assets/:file", (ctx) => {
-    const asset = FILES.get(ctx.params.file ?? "");
-    if (!asset) return;
-    secure(ctx);
-    ctx.type = asset.type;
-    ctx.body = createReadStream(asset.file);
-  });
-  return router;
+  return staticPageRouter({ path: "/dashboard", publicDir, assets: ["dashboard.js", "dashboard.css"] });
 }

@@ -47,27 +47,25 @@ async function waitForHandled(id: string, withinMs: number): Promise<boolean> {
   return false;
 }
 
-test("a job sent in a committed transaction wakes another instance's worker long before its next poll", async () => {
+/** Sends a job inside a transaction of the service's kind (inTransaction), then ends it with `end`. */
+async function sendInTransaction(id: string, end: "COMMIT" | "ROLLBACK"): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
-    await sender.send(QUEUE, { id: "committed" }, inTransaction(client));
-    await client.query("COMMIT");
+    await sender.send(QUEUE, { id }, inTransaction(client));
+    await client.query(end);
   } finally {
     client.release();
   }
+}
+
+test("a job sent in a committed transaction wakes another instance's worker long before its next poll", async () => {
+  await sendInTransaction("committed", "COMMIT");
   assert.ok(await waitForHandled("committed", 15_000), `not handled within 15 s (the worker polls every ${POLL_SECONDS} s)`);
 });
 
 test("a job sent in a rolled-back transaction neither exists nor is handled", async () => {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await sender.send(QUEUE, { id: "rolled-back" }, inTransaction(client));
-    await client.query("ROLLBACK");
-  } finally {
-    client.release();
-  }
+  await sendInTransaction("rolled-back", "ROLLBACK");
   await sender.send(QUEUE, { id: "after-rollback" });
   assert.ok(await waitForHandled("after-rollback", 15_000));
   assert.equal(handled.filter((entry) => entry.id === "rolled-back").length, 0);

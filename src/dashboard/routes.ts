@@ -21,7 +21,7 @@ import { listAudit } from "./audit.ts";
 import { csrfTokenOf, hashToken, verifyAgainstNothing, verifyPassword, MIN_PASSWORD_LENGTH } from "./credentials.ts";
 import { clearSessionCookie, currentMember, currentSession, memberAudit, sessionGuards, setSessionCookie } from "./guards.ts";
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
-import { assertNotThrottled, countFailure, createSession, deleteSession } from "./sessions.ts";
+import { claimAttempt, createSession, deleteSession, forgiveAttempt } from "./sessions.ts";
 import { partnerUsage } from "./usage.ts";
 
 export interface DashboardRouteDeps {
@@ -133,13 +133,11 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx, { body }) => {
       const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${ctx.ip}`];
-      await assertNotThrottled(pool, buckets);
+      const attempt = await claimAttempt(pool, buckets);
       const member = await findMemberByEmail(pool, body.email);
       const valid = member?.passwordHash ? await verifyPassword(body.password, member.passwordHash) : await verifyAgainstNothing(body.password);
-      if (!member || !valid) {
-        await countFailure(pool, buckets);
-        throw new InvalidCredentialsError();
-      }
+      if (!member || !valid) throw new InvalidCredentialsError();
+      await forgiveAttempt(pool, attempt);
       const { token } = await createSession(pool, member.id);
       setSessionCookie(ctx, token, deps.secureCookie);
       ctx.status = 201;
@@ -203,15 +201,17 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     async (ctx, { body, params }) => {
       const token = params.token!;
       const buckets = [`invite-ip:${ctx.ip}`, `invite-token:${hashToken(token).toString("hex")}`];
-      await assertNotThrottled(pool, buckets);
+      const attempt = await claimAttempt(pool, buckets);
       let member: Member;
       try {
         member = await acceptInvitation(pool, token, body.password, ctx.ip);
       } catch (error) {
         const status = (error as { status?: number }).status;
-        if (status === 404 || status === 410) await countFailure(pool, buckets);
+        // Only an unknown or expired invitation is a failed guess.
+        if (status !== 404 && status !== 410) await forgiveAttempt(pool, attempt);
         throw error;
       }
+      await forgiveAttempt(pool, attempt);
       const session = await createSession(pool, member.id);
       setSessionCookie(ctx, session.token, deps.secureCookie);
       ctx.status = 201;

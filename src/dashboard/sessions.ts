@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/pool.ts";
+import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { RateLimitedError } from "../domain/errors.ts";
 import { generateToken, hashToken } from "./credentials.ts";
 import type { Member, Role } from "./members.ts";
@@ -47,32 +47,47 @@ function windowStart(now: number): number {
   return Math.floor(now / (FAILURE_WINDOW_SECONDS * 1000)) * FAILURE_WINDOW_SECONDS * 1000;
 }
 
-/**
- * Fixed 15-minute windows (aligned to the quarter hour, UTC), per bucket (`signin-email:…`,
- * `signin-ip:…`, `invite-ip:…`). Refuses with 429 and `Retry-After` when any bucket already holds
- * MAX_FAILURES failures in the current window; a success does not reset the count.
- */
-export async function assertNotThrottled(db: Queryable, buckets: string[]): Promise<void> {
-  const now = throttleClock.now();
-  const start = windowStart(now);
-  const { rows } = await db.query<{ n: number }>(
-    "SELECT coalesce(max(count), 0)::int AS n FROM dashboard_auth_failures WHERE bucket = ANY($1) AND window_start = $2",
-    [buckets, new Date(start)],
-  );
-  if (rows[0]!.n >= MAX_FAILURES) {
-    const retryAfter = Math.max(1, Math.ceil((start + FAILURE_WINDOW_SECONDS * 1000 - now) / 1000));
-    const error = new RateLimitedError(retryAfter);
-    error.message = `Too many failed attempts; retry after ${retryAfter} s`;
-    throw error;
-  }
+/** An attempt counted in advance against its buckets, in the window it was counted in. */
+export interface ClaimedAttempt {
+  buckets: string[];
+  windowStart: Date;
 }
 
-export async function countFailure(db: Queryable, buckets: string[]): Promise<void> {
-  const start = new Date(windowStart(throttleClock.now()));
-  await db.query(
-    `INSERT INTO dashboard_auth_failures (bucket, window_start, count) SELECT unnest($1::text[]), $2, 1
-     ON CONFLICT (bucket, window_start) DO UPDATE SET count = dashboard_auth_failures.count + 1`,
-    [buckets, start],
-  );
-  await db.query("DELETE FROM dashboard_auth_failures WHERE window_start < $1", [new Date(start.getTime() - FAILURE_WINDOW_SECONDS * 1000)]);
+/**
+ * Fixed 15-minute windows (aligned to the quarter hour, UTC), per bucket (`signin-email:…`,
+ * `signin-ip:…`, `invite-ip:…`). Each attempt is counted as a failure before the password is checked,
+ * so that parallel guesses cannot all pass a check made before any of them was counted: the upsert
+ * holds each bucket's row until the count commits, and an attempt that would take any bucket past
+ * MAX_FAILURES is refused with 429 and `Retry-After` and not counted. A success is then taken back with
+ * `forgiveAttempt` (successes are not failures), which does not reset the earlier failures.
+ */
+export async function claimAttempt(pool: Pool, buckets: string[]): Promise<ClaimedAttempt> {
+  const now = throttleClock.now();
+  const start = windowStart(now);
+  const windowStartDate = new Date(start);
+  await withTransaction(pool, async (client) => {
+    // Sorted, so that two attempts sharing buckets lock their rows in the same order.
+    const { rows } = await client.query<{ count: number }>(
+      `INSERT INTO dashboard_auth_failures (bucket, window_start, count) SELECT bucket, $2, 1 FROM unnest($1::text[]) AS bucket ORDER BY bucket
+       ON CONFLICT (bucket, window_start) DO UPDATE SET count = dashboard_auth_failures.count + 1
+       RETURNING count`,
+      [[...buckets].sort(), windowStartDate],
+    );
+    if (Math.max(...rows.map((row) => row.count)) > MAX_FAILURES) {
+      const retryAfter = Math.max(1, Math.ceil((start + FAILURE_WINDOW_SECONDS * 1000 - now) / 1000));
+      const error = new RateLimitedError(retryAfter);
+      error.message = `Too many failed attempts; retry after ${retryAfter} s`;
+      throw error; // rolls the counts back: a refused attempt is not a failure
+    }
+    await client.query("DELETE FROM dashboard_auth_failures WHERE window_start < $1", [new Date(start - FAILURE_WINDOW_SECONDS * 1000)]);
+  });
+  return { buckets, windowStart: windowStartDate };
+}
+
+/** Takes back an attempt that turned out not to be a failure. */
+export async function forgiveAttempt(db: Queryable, attempt: ClaimedAttempt): Promise<void> {
+  await db.query("UPDATE dashboard_auth_failures SET count = count - 1 WHERE bucket = ANY($1) AND window_start = $2 AND count > 0", [
+    attempt.buckets,
+    attempt.windowStart,
+  ]);
 }

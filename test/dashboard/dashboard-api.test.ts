@@ -144,6 +144,28 @@ describe("signing in", () => {
     });
   });
 
+  test("20 wrong passwords sent at once: at most 5 answer 401, the rest 429 (parallel guesses cannot pass one check together)", async () => {
+    await inOwnThrottleWindow(async () => {
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => dashboardClient(service).signIn(owner.email, `parallel guess ${i}`)));
+      const statuses = answers.map((answer) => answer.status);
+      assert.equal(statuses.filter((status) => status === 401).length, 5, `statuses: ${statuses.join(",")}`);
+      assert.equal(statuses.filter((status) => status === 429).length, 15, `statuses: ${statuses.join(",")}`);
+      for (const answer of answers) if (answer.status === 429) assertError(answer, 429, "RATE_LIMITED");
+      assertError(await dashboardClient(service).signIn(owner.email, owner.password), 429, "RATE_LIMITED");
+    });
+  });
+
+  test("parallel invitation guesses: at most 5 answer 404, the rest 429", async () => {
+    await inOwnThrottleWindow(async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => dashboardClient(service).call("POST", `/invitations/parallel-guess-${i}`, { body: { password: "long enough password" } })),
+      );
+      const statuses = answers.map((answer) => answer.status);
+      assert.equal(statuses.filter((status) => status === 404).length, 5, `statuses: ${statuses.join(",")}`);
+      assert.equal(statuses.filter((status) => status === 429).length, 15, `statuses: ${statuses.join(",")}`);
+    });
+  });
+
   test("signing out ends the session on the server: the old cookie stops working", async () => {
     const client = dashboardClient(service);
     await inOwnThrottleWindow(() => client.signIn(viewer.email, viewer.password));

@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { sandboxAccounts } from "../../src/chain/local-node.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { chainReputation, disputedOrder, resolve, waitForAdminStatus } from "../disputes/support.ts";
 import { activeOrder, approveKyc, fund, lockWithPermit, market, newWallet, signIn, type Buyer, type Json, type PermitAnswer } from "./support.ts";
 
 let stack: TradeStack;
@@ -309,5 +310,38 @@ describe("sandbox chain helpers", () => {
     assert.equal(locked.status, 200, JSON.stringify(locked.body));
     const { rows } = await stack.service.pool.query("SELECT wallet FROM lock_permits WHERE order_id = $1", [order.id]);
     assert.deepEqual(rows, [{ wallet: sandboxAccounts[1]!.address.toLowerCase() }]);
+  });
+});
+
+describe("reputation from the chain", () => {
+  // Last in the file: the sandbox seller's lost points show on every later order of the book.
+  test("a dispute resolved against the seller shows on the book's sellerReputation; one against the buyer on its /me", async () => {
+    const againstSeller = await disputedOrder(stack, { by: "BUYER", buyerWallet: 3, amountUsdc: 7 });
+    await resolve(stack, againstSeller.id, "BUYER", "CEP shows the payment");
+    await waitForAdminStatus(stack, againstSeller.id, "COMPLETED");
+    const sellerScore = Number(await chainReputation(stack, againstSeller.seller));
+    assert.ok(sellerScore < 0, `the seller lost points on chain: ${sellerScore}`);
+
+    const viewer = await signIn(stack);
+    const listed = await activeOrder(stack, 6);
+    const shown = await waitFor("the seller's reputation on the book", async () => {
+      const book = await market<{ orders: Json[] }>(stack, "GET", "/orders?limit=100", { token: viewer.token });
+      const item = book.body.orders.find((entry) => entry.escrowOrderId === listed.escrowOrderId);
+      return item && item.sellerReputation !== 0 ? item : undefined;
+    });
+    assert.equal(shown.sellerReputation, sellerScore);
+
+    const againstBuyer = await disputedOrder(stack, { by: "SELLER", buyerWallet: 4, amountUsdc: 8 });
+    await resolve(stack, againstBuyer.id, "SELLER", "No payment reached the seller");
+    await waitForAdminStatus(stack, againstBuyer.id, "REFUNDED");
+    const buyerScore = Number(await chainReputation(stack, againstBuyer.buyer));
+    assert.ok(buyerScore < 0, `the buyer lost points on chain: ${buyerScore}`);
+    const buyer = await signIn(stack, privateKeyToAccount(sandboxAccounts[4]!.privateKey));
+    assert.equal(buyer.account.address, againstBuyer.buyer);
+    const me = await waitFor("the buyer's reputation on /me", async () => {
+      const answer = await market(stack, "GET", "/me", { token: buyer.token });
+      return answer.body.reputation !== 0 ? answer.body : undefined;
+    });
+    assert.equal(me.reputation, buyerScore);
   });
 });

@@ -60,7 +60,40 @@ export function tradeListItem(row: OrderRow) {
   };
 }
 
-/** `GET /market/v1/trades/:escrowOrderId`: where and how much to pay, the report, the timeline. */
+/**
+ * What the buyer may see of the order's timeline: its own trade from the lock on, each event with only
+ * the listed fields. Everything else stays with the seller's partner and the operators: the seller's
+ * side (creation, deposit, listing, cancellation, late deposits), and above all the sanctions screening
+ * (SANCTIONS_HOLD with the list entry, PAYMENT_VERIFIED_HELD, LOCK_EXPIRY_REFUND_HELD, HOLD_DECIDED with
+ * the operator's note, a held release's `releasedAfterHold`), which must not tip off a listed buyer, and
+ * an operator's pending dispute resolution with its note. An event not listed here is not shown, so a new
+ * event stays hidden until it is decided to be the buyer's.
+ */
+const BUYER_TIMELINE: ReadonlyMap<string, readonly string[]> = new Map(Object.entries({
+  LOCKED: ["txHash", "lockExpiresAt"],
+  PAYMENT_REPORTED: ["cepTrackingKey", "operationDate", "senderBankCode", "amountMxn"],
+  PAYMENT_VERIFIED: ["cepTrackingKey", "amountMxn", "paidAt"],
+  PAYMENT_REJECTED: ["cepTrackingKey", "operationDate", "senderBankCode", "reason", "message"],
+  LOCK_EXPIRY_MOVED: ["lockExpiresAt", "reason"],
+  LOCK_EXPIRY_REFUND_DEFERRED: ["reason", "graceEndsAt"],
+  LOCK_EXPIRY_REFUND_REQUESTED: [],
+  LOCK_EXPIRED: ["refundTxHash"],
+  DISPUTED: ["openedBy", "txHash"],
+  DISPUTE_RESOLVED: ["outcome", "txHash", "lockExpiresAt"],
+  COMPLETED: ["releaseTxHash"],
+  REFUNDED: ["reason", "refundTxHash"],
+}));
+
+export function buyerTimeline(timeline: TimelineEntry[]): TimelineEntry[] {
+  return timeline.flatMap((entry) => {
+    const fields = BUYER_TIMELINE.get(entry.event);
+    if (!fields) return [];
+    const data = Object.fromEntries(fields.filter((field) => entry.data[field] !== undefined).map((field) => [field, entry.data[field]]));
+    return [{ ...entry, data }];
+  });
+}
+
+/** `GET /market/v1/trades/:escrowOrderId`: where and how much to pay, the report, the buyer's part of the timeline. */
 export async function tradeDetail(db: Queryable, row: OrderRow) {
   const timeline = await orderTimeline(db, row.id);
   return {
@@ -74,7 +107,7 @@ export async function tradeDetail(db: Queryable, row: OrderRow) {
     },
     paymentReport: latestPaymentReport(timeline),
     releaseTxHash: row.release_tx_hash,
-    timeline,
+    timeline: buyerTimeline(timeline),
   };
 }
 

@@ -313,6 +313,51 @@ describe("sandbox chain helpers", () => {
   });
 });
 
+describe("the buyer's view of a held order", () => {
+  test("a sanctions hold and the operator's decision never reach the buyer: only buyer-facing events and fields", async () => {
+    // Sandbox wallet 5 is on the sandbox sanctions list; the sandbox lock helper lets it lock so the hold can be tried.
+    const order = await activeOrder(stack, 9);
+    const key = stack.partner.apiKey;
+    const locked = await stack.service.api("POST", `/sandbox/orders/${order.id}/lock`, { key, body: { buyerWallet: 5 } });
+    assert.equal(locked.status, 200, JSON.stringify(locked.body));
+    await waitForStatus(stack, order.id, "LOCKED");
+    const paid = await stack.service.api("POST", `/sandbox/orders/${order.id}/pay`, { key, body: {} });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    const operatorNote = "Listed wallet; compliance officer cleared the payment after a call";
+    await waitFor("the held payment", async () => {
+      const detail = await stack.service.admin<{ timeline: { event: string }[] }>("GET", `/orders/${order.id}`);
+      return detail.body.timeline.some((entry) => entry.event === "PAYMENT_VERIFIED_HELD") ? true : undefined;
+    }, 30_000);
+    const buyer = await signIn(stack, privateKeyToAccount(sandboxAccounts[5]!.privateKey));
+    const allowed = ["LOCKED", "PAYMENT_REPORTED", "PAYMENT_VERIFIED", "PAYMENT_REJECTED", "LOCK_EXPIRY_MOVED", "LOCK_EXPIRY_REFUND_DEFERRED", "LOCK_EXPIRY_REFUND_REQUESTED", "LOCK_EXPIRED", "DISPUTED", "DISPUTE_RESOLVED", "COMPLETED", "REFUNDED"];
+    const assertNothingOfTheHold = (trade: Json & { timeline: { event: string; data: Json }[] }) => {
+      const text = JSON.stringify(trade);
+      for (const secret of ["SANCTIONS_HOLD", "SANDBOX SANCTIONED WALLET", "HOLD_DECIDED", "PAYMENT_VERIFIED_HELD", "releasedAfterHold", "listEntry", operatorNote]) {
+        assert.ok(!text.includes(secret), `the buyer sees ${secret}: ${text}`);
+      }
+      for (const entry of trade.timeline) assert.ok(allowed.includes(entry.event), entry.event);
+    };
+
+    const held = await market<Json & { paymentReport: Json; timeline: { event: string; data: Json }[] }>(stack, "GET", `/trades/${order.escrowOrderId}`, { token: buyer.token });
+    assert.equal(held.status, 200, JSON.stringify(held.body));
+    assertNothingOfTheHold(held.body);
+    assert.deepEqual(held.body.timeline.map((entry) => entry.event), ["LOCKED", "PAYMENT_REPORTED"]);
+    assert.deepEqual(Object.keys(held.body.timeline[0]!.data).sort(), ["lockExpiresAt", "txHash"]);
+    assert.equal(held.body.paymentReport.verification, "PENDING", "held: still pending for the buyer");
+
+    const decided = await stack.service.admin("POST", `/orders/${order.id}/review`, { decision: "RELEASE", note: operatorNote });
+    assert.equal(decided.status, 200, JSON.stringify(decided.body));
+    await waitForStatus(stack, order.id, "COMPLETED", 60_000);
+    const done = await market<Json & { paymentReport: Json; timeline: { event: string; data: Json }[] }>(stack, "GET", `/trades/${order.escrowOrderId}`, { token: buyer.token });
+    assertNothingOfTheHold(done.body);
+    assert.deepEqual(done.body.timeline.map((entry) => entry.event), ["LOCKED", "PAYMENT_REPORTED", "PAYMENT_VERIFIED", "COMPLETED"]);
+    assert.equal(done.body.paymentReport.verification, "VERIFIED");
+    // The partner (the seller's side) still sees the whole record.
+    const partnerView = await stack.service.api<{ timeline: { event: string }[] }>("GET", `/orders/${order.id}`, { key });
+    assert.ok(partnerView.body.timeline.some((entry) => entry.event === "CREATED"));
+  });
+});
+
 describe("reputation from the chain", () => {
   // Last in the file: the sandbox seller's lost points show on every later order of the book.
   test("a dispute resolved against the seller shows on the book's sellerReputation; one against the buyer on its /me", async () => {

@@ -4,6 +4,8 @@ import { toJsonNumber } from "../domain/money.ts";
 import { partnerRateBucket } from "../http/middleware/partner-auth.ts";
 import { rateLimitClock, windowUsage } from "../http/middleware/rate-limit.ts";
 import { partnerRevenue } from "../admin/revenue.ts";
+import { mexicoMonth } from "../kyc/months.ts";
+import { kycSessionsCountedAgainstCap } from "../kyc/sessions.ts";
 import { kycUsage } from "../kyc/usage.ts";
 import { partnerVolumeSince } from "../orders/create-order.ts";
 import { effectiveLimits, type Partner } from "../partners/partners.ts";
@@ -17,7 +19,8 @@ import { countPartnerUsers } from "../users/users.ts";
  *   (src/http/middleware/partner-auth.ts, rate-limit.ts), on the same clock;
  * - users: the count POST /users checks against the tier (src/users/users.ts);
  * - volume: the day and month sums POST /orders checks (src/orders/create-order.ts), Mexico City periods;
- * - kyc: the month's sessions, allocation, cap and billed amount (src/kyc/usage.ts, the admin API's view);
+ * - kyc: the month's sessions as the cap counts them (src/kyc/sessions.ts, a session being created
+ *   included), the allocation, the cap and the billed amount (src/kyc/usage.ts, the admin API's view);
  * - revenue: the month's fee split of completed orders (src/admin/revenue.ts, the admin revenue report).
  *
  * Limits are the partner's effective limits; `null` means unlimited. Dashboard requests themselves are
@@ -27,12 +30,13 @@ export async function partnerUsage(db: Queryable, partner: Partner) {
   const limits = effectiveLimits(partner);
   const now = rateLimitClock.now();
   const at = new Date(now);
-  const [requests, users, dayMxn, monthMxn, kyc, revenue] = await Promise.all([
+  const [requests, users, dayMxn, monthMxn, kycSessions, kyc, revenue] = await Promise.all([
     windowUsage(db, partnerRateBucket(partner.id), limits.requestsPerMinute, now),
     countPartnerUsers(db, partner.id),
     partnerVolumeSince(db, partner.id, mexicoPeriodStart("day", at)),
     partnerVolumeSince(db, partner.id, mexicoPeriodStart("month", at)),
-    kycUsage(db, partner.id),
+    kycSessionsCountedAgainstCap(db, partner.id, mexicoMonth(at)),
+    kycUsage(db, partner.id, mexicoMonth(at)),
     partnerRevenue(db, partner.id),
   ]);
   const amount = (value: string | null) => (value === null ? null : toJsonNumber(value));
@@ -45,7 +49,7 @@ export async function partnerUsage(db: Queryable, partner: Partner) {
       monthMxn: toJsonNumber(monthMxn),
       monthlyLimitMxn: amount(limits.monthlyVolumeMxn),
     },
-    kyc: { sessionsThisMonth: kyc.counts.total, included: kyc.includedPerMonth, cap: kyc.capPerMonth, billedUsd: kyc.billedAmountUsd },
+    kyc: { sessionsThisMonth: kycSessions, included: kyc.includedPerMonth, cap: kyc.capPerMonth, billedUsd: kyc.billedAmountUsd },
     revenue: {
       feesCollectedUsdc: revenue.partnerFees.usdc,
       serviceShareUsdc: revenue.serviceShare.usdc,

@@ -86,6 +86,15 @@ export const STALE_RESERVATION_SECONDS = 600;
 const COUNTED = `(status IN ('PENDING', 'APPROVED', 'REJECTED')
    OR (status = 'CREATING' AND created_at > now() - make_interval(secs => ${STALE_RESERVATION_SECONDS})))`;
 
+/**
+ * The partner's KYC sessions of a Mexico City month ("YYYY-MM") as the cap counts them: the one count
+ * behind both the cap (reserveKycSession) and the dashboard's `kyc.sessionsThisMonth`.
+ */
+export async function kycSessionsCountedAgainstCap(db: Queryable, partnerId: string, month: string): Promise<number> {
+  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM kyc_sessions WHERE partner_id = $1 AND period_month = $2 AND ${COUNTED}`, [partnerId, month]);
+  return Number(rows[0]!.n);
+}
+
 /** Serializes KYC session counting for one partner (reservations and activations), until the transaction ends. */
 async function lockPartnerKycUsage(tx: Queryable, partnerId: string): Promise<void> {
   await tx.query("SELECT pg_advisory_xact_lock(hashtext('kyc_sessions:' || $1))", [partnerId]);
@@ -105,11 +114,7 @@ export async function reserveKycSession(
   return withTransaction(pool, async (tx) => {
     await lockPartnerKycUsage(tx, input.partnerId);
     if (input.capPerMonth !== null) {
-      const { rows } = await tx.query<{ n: string }>(
-        `SELECT count(*) AS n FROM kyc_sessions WHERE partner_id = $1 AND period_month = $2 AND ${COUNTED}`,
-        [input.partnerId, month],
-      );
-      if (Number(rows[0]!.n) >= input.capPerMonth) {
+      if ((await kycSessionsCountedAgainstCap(tx, input.partnerId, month)) >= input.capPerMonth) {
         throw new KycLimitReachedError(`The tier allows ${input.capPerMonth} KYC sessions per month; ${month} has used them all`);
       }
     }

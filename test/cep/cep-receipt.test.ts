@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { CepParseError, mexicoCityToUtc, parseCepXml, verifyCepReceipt } from "../../src/integrations/cep-receipt.ts";
+import { CepParseError, mexicoCityToUtc, parseCepXml, verifyCepConcept, verifyCepReceipt } from "../../src/integrations/cep-receipt.ts";
 import type { CepExpectation, CepReceipt } from "../../src/integrations/cep-receipt.ts";
 
 // Shaped like the portal's 2024 receipts (attribute order, cadenaCDA layout, lowercase claveRastreo);
@@ -230,5 +230,31 @@ describe("verifyCepReceipt", () => {
     const v = verify({ sellerClabe: "002010077777777771", totalMxn: "99999", trackingKey: "OTHER" });
     assert.equal(reasonOf(v), "BENEFICIARY_MISMATCH");
     assert.equal(reasonOf(verify({ totalMxn: "99999", trackingKey: "OTHER" })), "AMOUNT_TOO_LOW");
+  });
+});
+
+describe("verifyCepConcept (decisions 17: the CEP's concept must contain the order's payment concept)", () => {
+  const order = "OFR1234567";
+
+  test("the concept omitted: CONCEPT_MISMATCH", () => {
+    const result = verifyCepConcept({ concept: "" }, order);
+    assert.equal(result.ok, false);
+    assert.equal(!result.ok && result.reason, "CONCEPT_MISMATCH");
+    const other = verifyCepConcept({ concept: "Pago de USDC" }, order);
+    assert.equal(!other.ok && other.reason, "CONCEPT_MISMATCH");
+  });
+
+  test("another order's concept, or one digit changed: CONCEPT_MISMATCH", () => {
+    for (const concept of ["OFR7654321", "Pago OFR1234568", "OFR123456"]) {
+      const result = verifyCepConcept({ concept }, order);
+      assert.equal(!result.ok && result.reason, "CONCEPT_MISMATCH", concept);
+      assert.ok(!result.ok && result.message.includes(order));
+    }
+  });
+
+  test("the concept as written, within other words, in any letter case and spacing: accepted", () => {
+    for (const concept of ["OFR1234567", "Pago OFR1234567 gracias", "pago ofr 123 4567", "OFR1234567\t"]) {
+      assert.deepEqual(verifyCepConcept({ concept }, order), { ok: true }, concept);
+    }
   });
 });

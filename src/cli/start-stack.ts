@@ -284,6 +284,7 @@ function banner(b: Banner): string {
     ["API reference", `${base}/docs`],
     ["Operator console", `${base}/admin`],
     ["Partner dashboard", `${base}/dashboard`],
+    ["Buyer market", `${base}/market  (API ${base}/market/v1/openapi.json)`],
     ["Admin token", `${b.adminToken}  (${b.adminTokenSource})`],
   ];
   if (b.demo !== undefined) {

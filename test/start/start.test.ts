@@ -257,6 +257,9 @@ describe("npm start", () => {
     assert.equal(partners.status, 200);
     // The demo partner's dashboard owner signs in with the printed email and password.
     assert.match(first.output(), /Partner dashboard +http:\/\/\S+\/dashboard\n/);
+    const market = /Buyer market +(http:\/\/\S+\/market) +\(API (http:\/\/\S+\/market\/v1\/openapi\.json)\)\n/.exec(first.output());
+    assert.ok(market, "the banner names the market and its OpenAPI document");
+    assert.equal((await fetch(market[2]!)).status, 200);
     const signIn = await fetch(`${printed.base}/dashboard/v1/session`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },

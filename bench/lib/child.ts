@@ -26,9 +26,14 @@ export function readRssKiB(pid: number): number {
   return Number(match[1]);
 }
 
-/** Spawns `node <script>` in the repository and waits for its READY line (bounded by `timeoutMs`). */
-export async function spawnReady(script: string, env: Record<string, string>, timeoutMs = 90_000): Promise<ReadyChild> {
-  const child = spawn(process.execPath, ["--no-deprecation", script], {
+/**
+ * Spawns `node [nodeArgs] <script>` in the repository and waits for its READY line (bounded by
+ * `timeoutMs`). `nodeArgs` carries e.g. `--cpu-prof`, whose profile is written when the child exits
+ * normally (`stop()`, not a SIGKILL).
+ */
+export async function spawnReady(script: string, env: Record<string, string>, options: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<ReadyChild> {
+  const timeoutMs = options.timeoutMs ?? 90_000;
+  const child = spawn(process.execPath, ["--no-deprecation", ...(options.nodeArgs ?? []), script], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -86,14 +86,14 @@ try {
     }
     log(`figure ${figure.id}: ${figure.title} (load ${load[0]})`);
     const profileDir = profiled.has(figure.id) ? path.join(values.out!, "profiles", `${startedAt.replaceAll(":", "-")}-figure-${figure.id}`) : undefined;
-    if (profileDir) await profileService(stack, profileDir);
+    const profileSinceUs = profileDir ? await profileService(stack, profileDir) : undefined;
     const t0 = Date.now();
     try {
       const outcome = await figure.run({ stack, quick, log: (line) => log(`  #${figure.id} ${line}`), earlier: results });
-      const profile = profileDir ? await endProfile(stack, profileDir) : undefined;
+      const profile = profileDir ? await endProfile(stack, profileDir, profileSinceUs) : undefined;
       results.push({ ...outcome, seconds: round((Date.now() - t0) / 1000, 1)!, target: { text: figure.target.text, met: figure.target.met(outcome) }, ...(profile ? { profile } : {}) });
     } catch (error) {
-      if (profileDir) await endProfile(stack, profileDir).catch(() => undefined);
+      if (profileDir) await endProfile(stack, profileDir, profileSinceUs).catch(() => undefined);
       failed = true;
       log(`figure ${figure.id} failed: ${(error as Error).stack ?? String(error)}`);
       results.push({
@@ -122,20 +122,22 @@ try {
 results.sort((a, b) => a.id - b.id);
 
 /**
- * Restarts the service under `node --cpu-prof` (every service process the figure starts too), so its
- * profile covers the figure's load (and the start, a small share of it).
+ * Restarts the service under `node --cpu-prof` (and every service process the figure starts), so its
+ * profile covers the figure's load; returns the moment it was ready (monotonic µs): the summary leaves
+ * out the start before it.
  */
-async function profileService(bench: BenchStack, dir: string): Promise<void> {
+async function profileService(bench: BenchStack, dir: string): Promise<number> {
   bench.profileServices(dir);
   await bench.restartService();
   log(`profiling the service into ${path.relative(repoRoot, dir)}`);
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 /** Restarts the service without profiling (the profiled process writes its profile as it exits) and sums the profiles. */
-async function endProfile(bench: BenchStack, dir: string): Promise<ProfileSummary> {
+async function endProfile(bench: BenchStack, dir: string, sinceUs: number | undefined): Promise<ProfileSummary> {
   bench.profileServices(undefined);
   await bench.restartService();
-  const summary = await summarizeProfiles([dir]);
+  const summary = await summarizeProfiles([dir], sinceUs === undefined ? {} : { sinceUs });
   log(`profile: ${summary.files.length} file(s), ${(summary.busyMs / 1000).toFixed(1)} s on the CPU; top: ${summary.modules.slice(0, 5).map((row) => `${row.name} ${row.percent}%`).join(", ")}`);
   return summary;
 }

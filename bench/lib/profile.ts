@@ -54,11 +54,13 @@ export interface ProfileSummary {
 
 const IDLE = "(idle)";
 
-/** "src/webhooks/worker.ts", "pg", "@koa/router", "node:internal", or the V8 pseudo-function's name. */
+/** "src/webhooks/worker.ts", "pg", "@koa/router", "node:internal/streams", or the V8 pseudo-function's name. */
 function moduleOf(frame: CallFrame): string {
   const url = frame.url;
   if (!url) return frame.functionName || "(native)";
-  if (url.startsWith("node:")) return url.startsWith("node:internal") ? "node:internal" : url.split("/")[0]!;
+  // Node's own code by area: node:internal/modules (loading), node:internal/streams, node:net...
+  if (url.startsWith("node:")) return url.split("/").slice(0, url.startsWith("node:internal/") ? 2 : 1).join("/");
+  if (url.startsWith("wasm:")) return "wasm";
   const file = url.startsWith("file://") ? fileURLToPath(url) : url;
   const packages = file.lastIndexOf("/node_modules/");
   if (packages >= 0) {
@@ -93,8 +95,14 @@ async function profileFiles(inputs: string[]): Promise<string[]> {
   return files;
 }
 
-/** Sums the profiles in `inputs` (directories or files); `limit` rows per table. */
-export async function summarizeProfiles(inputs: string[], limit = 15): Promise<ProfileSummary> {
+/**
+ * Sums the profiles in `inputs` (directories or files), `limit` rows per table. `sinceUs` (the
+ * monotonic clock in microseconds, `process.hrtime.bigint() / 1000n`, which V8's profile timestamps
+ * share on the same machine) leaves out the samples before it, e.g. a process's start.
+ */
+export async function summarizeProfiles(inputs: string[], options: { limit?: number; sinceUs?: number } = {}): Promise<ProfileSummary> {
+  const limit = options.limit ?? 15;
+  const sinceUs = options.sinceUs ?? 0;
   const files = await profileFiles(inputs);
   const self = new Map<string, number>();
   const modules = new Map<string, number>();
@@ -103,7 +111,7 @@ export async function summarizeProfiles(inputs: string[], limit = 15): Promise<P
   let idleUs = 0;
   for (const file of files) {
     const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
-    profiledUs += profile.endTime - profile.startTime;
+    profiledUs += Math.max(0, profile.endTime - Math.max(profile.startTime, sinceUs));
     const byId = new Map(profile.nodes.map((node) => [node.id, node]));
     const parent = new Map<number, number>();
     for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -122,7 +130,10 @@ export async function summarizeProfiles(inputs: string[], limit = 15): Promise<P
       return names;
     };
     // A sample lasts until the next one: its duration is the next sample's time delta.
+    let at = profile.startTime;
     for (let i = 0; i < profile.samples.length; i += 1) {
+      at += profile.timeDeltas[i] ?? 0;
+      if (at < sinceUs) continue;
       const us = profile.timeDeltas[i + 1] ?? 0;
       const frame = byId.get(profile.samples[i]!)!.callFrame;
       const name = functionOf(frame);

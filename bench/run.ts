@@ -137,7 +137,9 @@ async function profileService(bench: BenchStack, dir: string): Promise<number> {
 async function endProfile(bench: BenchStack, dir: string, sinceUs: number | undefined): Promise<ProfileSummary> {
   bench.profileServices(undefined);
   await bench.restartService();
-  const summary = await summarizeProfiles([dir], sinceUs === undefined ? {} : { sinceUs });
+  // Each process from the figure's start or its own, whichever is later (figure 9 starts a second one).
+  const since = (pid: number | undefined) => Math.max(sinceUs ?? 0, (pid === undefined ? undefined : bench.serviceReadyAtUs.get(pid)) ?? 0);
+  const summary = await summarizeProfiles([dir], { sinceUs: since });
   log(`profile: ${summary.files.length} file(s), ${(summary.busyMs / 1000).toFixed(1)} s on the CPU; top: ${summary.modules.slice(0, 5).map((row) => `${row.name} ${row.percent}%`).join(", ")}`);
   return summary;
 }

@@ -13,6 +13,8 @@ export interface ReadyChild {
   process: ChildProcess;
   pid: number;
   baseUrl: string;
+  /** When it was ready, on the monotonic clock in microseconds (`process.hrtime`, which V8's CPU profiles share). */
+  readyAtUs: number;
   /** Resident set size (VmRSS) in KiB, read from /proc. */
   rssKiB(): number;
   /** SIGTERM (graceful stop), then SIGKILL after `timeoutMs`; resolves once exited. */
@@ -76,6 +78,7 @@ export async function spawnReady(script: string, env: Record<string, string>, op
     process: child,
     pid,
     baseUrl,
+    readyAtUs: Number(process.hrtime.bigint() / 1000n),
     rssKiB: () => readRssKiB(pid),
     async stop(stopTimeoutMs = 20_000) {
       process.removeListener("exit", killOnExit);

@@ -95,14 +95,19 @@ async function profileFiles(inputs: string[]): Promise<string[]> {
   return files;
 }
 
+/** The pid in a `--cpu-prof` file name (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile). */
+function profilePid(file: string): number | undefined {
+  const match = /^CPU\.\d+\.\d+\.(\d+)\./.exec(path.basename(file));
+  return match ? Number(match[1]) : undefined;
+}
+
 /**
- * Sums the profiles in `inputs` (directories or files), `limit` rows per table. `sinceUs` (the
- * monotonic clock in microseconds, `process.hrtime.bigint() / 1000n`, which V8's profile timestamps
- * share on the same machine) leaves out the samples before it, e.g. a process's start.
+ * Sums the profiles in `inputs` (directories or files), `limit` rows per table. `sinceUs(pid)` (on
+ * the monotonic clock in microseconds, `process.hrtime.bigint() / 1000n`, which V8's profile
+ * timestamps share on the same machine) leaves out each process's samples before it, e.g. its start.
  */
-export async function summarizeProfiles(inputs: string[], options: { limit?: number; sinceUs?: number } = {}): Promise<ProfileSummary> {
+export async function summarizeProfiles(inputs: string[], options: { limit?: number; sinceUs?: (pid: number | undefined) => number } = {}): Promise<ProfileSummary> {
   const limit = options.limit ?? 15;
-  const sinceUs = options.sinceUs ?? 0;
   const files = await profileFiles(inputs);
   const self = new Map<string, number>();
   const modules = new Map<string, number>();
@@ -111,6 +116,7 @@ export async function summarizeProfiles(inputs: string[], options: { limit?: num
   let idleUs = 0;
   for (const file of files) {
     const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
+    const sinceUs = options.sinceUs?.(profilePid(file)) ?? 0;
     profiledUs += Math.max(0, profile.endTime - Math.max(profile.startTime, sinceUs));
     const byId = new Map(profile.nodes.map((node) => [node.id, node]));
     const parent = new Map<number, number>();

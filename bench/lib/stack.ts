@@ -38,6 +38,8 @@ export interface BenchStack {
    * `--cpu-prof` into `dir`, or none when `dir` is undefined.
    */
   profileServices(dir: string | undefined): void;
+  /** When each service process started by the stack was ready (monotonic µs), by pid. */
+  serviceReadyAtUs: ReadonlyMap<number, number>;
   admin<T = Json>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
   /** The partner API of the stack's own service instance. */
   api: ApiCall;
@@ -87,7 +89,12 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
     cleanups.push(() => receiver.close());
     const spec: ServiceProcessSpec = { env: SERVICE_ENV, databaseUrl: chain.databaseUrl, indexerSchema: chain.indexerSchema, chain: chain.chainSettings };
     let nodeArgs: string[] = [];
-    const startService = () => spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) }, { nodeArgs });
+    const serviceReadyAtUs = new Map<number, number>();
+    const startService = async () => {
+      const started = await spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) }, { nodeArgs });
+      serviceReadyAtUs.set(started.pid, started.readyAtUs);
+      return started;
+    };
     let service = await startService();
     cleanups.push(() => service.stop());
     log(`service pid ${service.pid} at ${service.baseUrl}`);
@@ -105,6 +112,7 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
         return service;
       },
       spawnService: startService,
+      serviceReadyAtUs,
       profileServices(dir) {
         nodeArgs = dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
       },

@@ -170,8 +170,15 @@ export function renderProfile(summary: ProfileSummary): string[] {
     "",
   ];
   const busyShare = summary.profiledMs > 0 ? Math.round((summary.busyMs / summary.profiledMs) * 100) : 0;
+  // The event loop's idle share says whether the figure waited (polls, database, chain, network) or computed.
+  const reading =
+    busyShare < 50
+      ? "The service was idle most of the time: the figure is bound by waiting (queue polls, database, chain, network), not by the service's CPU."
+      : busyShare >= 80
+        ? "The service was on the CPU nearly all the time: the figure is bound by its CPU, spent as below."
+        : "The service was on the CPU part of the time: the figure is bound partly by waiting, partly by the CPU spent as below.";
   return [
-    `${summary.files.length} profile(s); ${(summary.profiledMs / 1000).toFixed(1)} s profiled, ${(summary.busyMs / 1000).toFixed(1)} s on the CPU (${busyShare}%).`,
+    `${summary.files.length} profile(s); ${(summary.profiledMs / 1000).toFixed(1)} s profiled, ${(summary.busyMs / 1000).toFixed(1)} s on the CPU (${busyShare}%). ${reading}`,
     "",
     ...table("Self time by module", summary.modules),
     ...table("Self time by function", summary.functions),

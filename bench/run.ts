@@ -1,7 +1,9 @@
-// `npm run bench [-- --quick] [-- --only=1,3]`: starts the whole stack (Hardhat node, escrow, Ponder,
+// `npm run bench [-- --quick] [-- --only=1,3] [-- --profile=5]`: starts the whole stack (Hardhat node, escrow, Ponder,
 // PostgreSQL database, the service in a child process, a webhook receiver), measures the figures of
 // decisions section 14, each beside its reference in the same run, and writes bench/results/<date>.md
-// and bench/results/latest.json (quick runs: <date>-quick.md and latest-quick.json, not committed).
+// and bench/results/latest.json (quick runs: <date>-quick.md and latest-quick.json, not committed),
+// each figure against its issue-15 target. `--profile=<ids>` runs the service under those figures'
+// load with `node --cpu-prof` and puts the summary of where its time went in the report.
 // Method and meaning of every figure: docs/benchmarks.md.
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -12,9 +14,12 @@ import { listOrdersFigure } from "./figures/list-orders.ts";
 import { memoryFigure } from "./figures/memory.ts";
 import { quoteOrderFigure } from "./figures/quote-order.ts";
 import { tradesFigure } from "./figures/trades.ts";
+import { twoInstancesFigure } from "./figures/two-instances.ts";
 import { webhookLatencyFigure } from "./figures/webhook-latency.ts";
+import { webhookThroughputFigure } from "./figures/webhook-throughput.ts";
 import { repoRoot } from "./lib/child.ts";
 import { codeVersion, loadAverage, machineInfo } from "./lib/machine.ts";
+import { summarizeProfiles, type ProfileSummary } from "./lib/profile.ts";
 import { writeReport, type FigureResult, type RunReport } from "./lib/report.ts";
 import { startBenchStack, type BenchStack } from "./lib/stack.ts";
 import { round } from "./lib/stats.ts";
@@ -23,6 +28,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     only: { type: "string" },
+    profile: { type: "string" },
     out: { type: "string", default: path.join(repoRoot, "bench/results") },
   },
 });
@@ -30,17 +36,30 @@ const quick = values.quick ?? false;
 
 /**
  * Run order: memory first (it restarts the service on a database without load history), the HTTP
- * figures, then the chain figures, the 100,000-row bulk insert after every figure it could slow, and
- * the indexer catch-up (its own chain) last.
+ * figures, then the webhook and chain figures (figure 9 after figure 5, whose one-instance rate it
+ * compares with), the 100,000-row bulk insert after every figure it could slow, and the indexer
+ * catch-up (its own chain) last.
  */
-const ORDER: FigureSpec[] = [memoryFigure, healthFigure, quoteOrderFigure, webhookLatencyFigure, tradesFigure, listOrdersFigure, indexerCatchupFigure];
-const only = values.only ? new Set(values.only.split(",").map((part) => Number(part.trim()))) : undefined;
+const ORDER: FigureSpec[] = [
+  memoryFigure,
+  healthFigure,
+  quoteOrderFigure,
+  webhookLatencyFigure,
+  webhookThroughputFigure,
+  tradesFigure,
+  twoInstancesFigure,
+  listOrdersFigure,
+  indexerCatchupFigure,
+];
+const figureIds = (list: string | undefined) => (list ? new Set(list.split(",").map((part) => Number(part.trim()))) : undefined);
+const only = figureIds(values.only);
+const profiled = figureIds(values.profile) ?? new Set<number>();
 const selected = ORDER.filter((figure) => !only || only.has(figure.id));
 
 const runStart = Date.now();
 const log = (line: string) => console.log(`[bench +${((Date.now() - runStart) / 1000).toFixed(1)}s] ${line}`);
 /** The whole run's ceiling: beyond it the remaining figures are skipped. */
-const RUN_BUDGET_MS = quick ? 4 * 60_000 : 20 * 60_000;
+const RUN_BUDGET_MS = quick ? 6 * 60_000 : 20 * 60_000;
 
 const startedAt = new Date().toISOString();
 const code = codeVersion(repoRoot);
@@ -61,15 +80,20 @@ try {
     const load = loadAverage();
     loadSamples.push({ at: new Date().toISOString(), figure: `#${figure.id}`, load });
     if (Date.now() - runStart > RUN_BUDGET_MS) {
-      results.push({ id: figure.id, key: figure.key, title: figure.title, status: "failed", figure: null, reference: null, extra: [], comparison: null, params: {}, notes: ["Skipped: the run's time budget was spent."], seconds: 0 });
+      const target = { text: figure.target.text, met: null };
+      results.push({ id: figure.id, key: figure.key, title: figure.title, status: "failed", figure: null, reference: null, extra: [], comparison: null, params: {}, notes: ["Skipped: the run's time budget was spent."], seconds: 0, target });
       continue;
     }
     log(`figure ${figure.id}: ${figure.title} (load ${load[0]})`);
+    const profileDir = profiled.has(figure.id) ? path.join(values.out!, "profiles", `${startedAt.replaceAll(":", "-")}-figure-${figure.id}`) : undefined;
+    const profileSinceUs = profileDir ? await profileService(stack, profileDir) : undefined;
     const t0 = Date.now();
     try {
-      const outcome = await figure.run({ stack, quick, log: (line) => log(`  #${figure.id} ${line}`) });
-      results.push({ ...outcome, seconds: round((Date.now() - t0) / 1000, 1)! });
+      const outcome = await figure.run({ stack, quick, log: (line) => log(`  #${figure.id} ${line}`), earlier: results });
+      const profile = profileDir ? await endProfile(stack, profileDir, profileSinceUs) : undefined;
+      results.push({ ...outcome, seconds: round((Date.now() - t0) / 1000, 1)!, target: { text: figure.target.text, met: figure.target.met(outcome) }, ...(profile ? { profile } : {}) });
     } catch (error) {
+      if (profileDir) await endProfile(stack, profileDir, profileSinceUs).catch(() => undefined);
       failed = true;
       log(`figure ${figure.id} failed: ${(error as Error).stack ?? String(error)}`);
       results.push({
@@ -84,6 +108,7 @@ try {
         params: {},
         notes: [`Failed: ${(error as Error).message.slice(0, 500)}`],
         seconds: round((Date.now() - t0) / 1000, 1)!,
+        target: { text: figure.target.text, met: null },
       });
     }
   }
@@ -95,6 +120,29 @@ try {
 }
 
 results.sort((a, b) => a.id - b.id);
+
+/**
+ * Restarts the service under `node --cpu-prof` (and every service process the figure starts), so its
+ * profile covers the figure's load; returns the moment it was ready (monotonic µs): the summary leaves
+ * out the start before it.
+ */
+async function profileService(bench: BenchStack, dir: string): Promise<number> {
+  bench.profileServices(dir);
+  await bench.restartService();
+  log(`profiling the service into ${path.relative(repoRoot, dir)}`);
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/** Restarts the service without profiling (the profiled process writes its profile as it exits) and sums the profiles. */
+async function endProfile(bench: BenchStack, dir: string, sinceUs: number | undefined): Promise<ProfileSummary> {
+  bench.profileServices(undefined);
+  await bench.restartService();
+  // Each process from the figure's start or its own, whichever is later (figure 9 starts a second one).
+  const since = (pid: number | undefined) => Math.max(sinceUs ?? 0, (pid === undefined ? undefined : bench.serviceReadyAtUs.get(pid)) ?? 0);
+  const summary = await summarizeProfiles([dir], { sinceUs: since });
+  log(`profile: ${summary.files.length} file(s), ${(summary.busyMs / 1000).toFixed(1)} s on the CPU; top: ${summary.modules.slice(0, 5).map((row) => `${row.name} ${row.percent}%`).join(", ")}`);
+  return summary;
+}
 
 /**
  * Waits (bounded) until no webhook delivery is due: a figure that made many orders leaves a delivery
@@ -130,7 +178,7 @@ if (results.length > 0) {
 }
 for (const f of results) {
   const show = (m: FigureResult["figure"]) => (m ? `${m.value} ${m.unit}` : "-");
-  log(`#${f.id} ${f.title}: ${show(f.figure)} | reference ${show(f.reference)} | ${f.comparison ?? f.status}`);
+  log(`#${f.id} ${f.title}: ${show(f.figure)} | reference ${show(f.reference)} | ${f.comparison ?? f.status} | target ${f.target.text}: ${f.target.met === null ? "not measured" : f.target.met ? "met" : "missed"}`);
 }
 log(`done in ${((Date.now() - runStart) / 1000).toFixed(0)} s, load average ${report.loadAverage.end.join(" / ")}`);
 process.exit(failed ? 1 : 0);

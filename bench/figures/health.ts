@@ -4,7 +4,7 @@
 import { spawnReady } from "../lib/child.ts";
 import { hammer, type HammerResult } from "../lib/load.ts";
 import type { Measure } from "../lib/report.ts";
-import { ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
+import { meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 
 export const CONNECTIONS = 10;
 
@@ -66,4 +66,10 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   };
 }
 
-export const healthFigure: FigureSpec = { id: 1, key: "health", title: "Authenticated GET /api/v1/health throughput", run };
+export const healthFigure: FigureSpec = {
+  id: 1,
+  key: "health",
+  title: "Authenticated GET /api/v1/health throughput",
+  target: { text: ">= 0.5 x bare Koa", met: (o) => meets([o.figure?.value, o.reference?.value], (health, bare) => health >= 0.5 * bare) },
+  run,
+};

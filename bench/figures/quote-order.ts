@@ -4,7 +4,7 @@ import { closedLoop } from "../lib/load.ts";
 import { nowMs, summarize } from "../lib/stats.ts";
 import { SELLER_CLABE } from "../../test/support/trade-stack.ts";
 import { ensureUser } from "../lib/stack.ts";
-import { ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
+import { detailNumber, meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 
 const USERS = 64;
 const AMOUNT_USDC = 1;
@@ -63,4 +63,10 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   };
 }
 
-export const quoteOrderFigure: FigureSpec = { id: 2, key: "quote-order", title: "POST /quotes + POST /orders throughput", run };
+export const quoteOrderFigure: FigureSpec = {
+  id: 2,
+  key: "quote-order",
+  title: "POST /quotes + POST /orders throughput",
+  target: { text: ">= 400 pairs/s, p99 < 50 ms", met: (o) => meets([o.figure?.value, detailNumber(o.figure, "p99Ms")], (pairs, p99) => pairs >= 400 && p99 < 50) },
+  run,
+};

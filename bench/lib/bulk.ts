@@ -4,7 +4,7 @@
 // that status implies (wallets, lock times, transaction hashes, completion), its snapshot's value and
 // orderId set to match. Timeline rows and outbox rows are not copied: no query measured here reads them.
 import type pg from "pg";
-import type { PgBoss } from "pg-boss";
+import { PgBoss } from "pg-boss";
 import { ORDER_TIMER_QUEUE } from "../../src/jobs/order-jobs.ts";
 
 export interface StatusShare {
@@ -122,4 +122,20 @@ export async function insertOpenOrderTimers(pool: pg.Pool, boss: PgBoss, partner
     await boss.insert(ORDER_TIMER_QUEUE, jobs);
   }
   return rows.length;
+}
+
+/**
+ * Runs `work` with a pg-boss instance of the bench's own on the service's queue schema: it writes
+ * jobs as the service does (the service's workers take them), and neither migrates, supervises nor
+ * works.
+ */
+export async function withServiceQueues<T>(databaseUrl: string, work: (boss: PgBoss) => Promise<T>): Promise<T> {
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: "pgboss", supervise: false, schedule: false, migrate: false });
+  boss.on("error", () => undefined);
+  await boss.start();
+  try {
+    return await work(boss);
+  } finally {
+    await boss.stop({ graceful: false, timeout: 5_000 });
+  }
 }

@@ -13,6 +13,8 @@ export interface ReadyChild {
   process: ChildProcess;
   pid: number;
   baseUrl: string;
+  /** When it was ready, on the monotonic clock in microseconds (`process.hrtime`, which V8's CPU profiles share). */
+  readyAtUs: number;
   /** Resident set size (VmRSS) in KiB, read from /proc. */
   rssKiB(): number;
   /** SIGTERM (graceful stop), then SIGKILL after `timeoutMs`; resolves once exited. */
@@ -26,9 +28,14 @@ export function readRssKiB(pid: number): number {
   return Number(match[1]);
 }
 
-/** Spawns `node <script>` in the repository and waits for its READY line (bounded by `timeoutMs`). */
-export async function spawnReady(script: string, env: Record<string, string>, timeoutMs = 90_000): Promise<ReadyChild> {
-  const child = spawn(process.execPath, ["--no-deprecation", script], {
+/**
+ * Spawns `node [nodeArgs] <script>` in the repository and waits for its READY line (bounded by
+ * `timeoutMs`). `nodeArgs` carries e.g. `--cpu-prof`, whose profile is written when the child exits
+ * normally (`stop()`, not a SIGKILL).
+ */
+export async function spawnReady(script: string, env: Record<string, string>, options: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<ReadyChild> {
+  const timeoutMs = options.timeoutMs ?? 90_000;
+  const child = spawn(process.execPath, ["--no-deprecation", ...(options.nodeArgs ?? []), script], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -71,6 +78,7 @@ export async function spawnReady(script: string, env: Record<string, string>, ti
     process: child,
     pid,
     baseUrl,
+    readyAtUs: Number(process.hrtime.bigint() / 1000n),
     rssKiB: () => readRssKiB(pid),
     async stop(stopTimeoutMs = 20_000) {
       process.removeListener("exit", killOnExit);

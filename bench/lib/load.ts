@@ -1,7 +1,11 @@
 // Load generators. `hammer` drives autocannon (raw keep-alive sockets, far cheaper per request than
-// fetch) for single-request throughput; `closedLoop` runs multi-step units (a quote then an order, a
+// fetch) for single-request throughput, in the bench process or, for a server that itself runs in
+// the bench process (the webhook receiver), in a child process of its own; `closedLoop` runs multi-step units (a quote then an order, a
 // whole trade) from a fixed number of concurrent workers, each starting its next unit when the last
 // one finished. Both are bounded in time and in count.
+import { execFile } from "node:child_process";
+import { createRequire } from "node:module";
+import { promisify } from "node:util";
 import autocannon from "autocannon";
 import { nowMs, round, summarize, type LatencySummary } from "./stats.ts";
 
@@ -15,6 +19,11 @@ export interface HammerOptions {
   warmupSeconds: number;
   /** Hard cap on requests per measured run (0 = duration only). */
   maxRequests?: number;
+  /** GET unless given; `body` is sent with every request. */
+  method?: "GET" | "POST";
+  body?: string;
+  /** Run autocannon in its own process (its CLI), so it does not share the event loop of the server it loads. */
+  inChildProcess?: boolean;
 }
 
 export interface HammerResult {
@@ -28,11 +37,22 @@ export interface HammerResult {
   timeouts: number;
 }
 
+const autocannonCli = createRequire(import.meta.url).resolve("autocannon/autocannon.js");
+
 async function once(options: HammerOptions, seconds: number): Promise<autocannon.Result> {
+  if (options.inChildProcess) {
+    const args = [autocannonCli, "--json", "--no-progress", "-c", String(options.connections), "-d", String(seconds), "-t", "10", "-m", options.method ?? "GET"];
+    for (const [name, value] of Object.entries(options.headers ?? {})) args.push("-H", `${name}=${value}`);
+    if (options.body !== undefined) args.push("-b", options.body);
+    if (options.maxRequests) args.push("-a", String(options.maxRequests));
+    const { stdout } = await promisify(execFile)(process.execPath, [...args, options.url], { maxBuffer: 16 * 2 ** 20, timeout: (seconds + 60) * 1000 });
+    return JSON.parse(stdout) as autocannon.Result;
+  }
   return autocannon({
     url: options.url,
-    method: "GET",
+    method: options.method ?? "GET",
     headers: options.headers ?? {},
+    ...(options.body !== undefined ? { body: options.body } : {}),
     connections: options.connections,
     duration: seconds,
     ...(options.maxRequests ? { amount: options.maxRequests } : {}),

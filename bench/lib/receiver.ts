@@ -1,5 +1,6 @@
 // The partner's webhook endpoint: a local HTTP server that answers 200 at once and records, per order
-// and event, the monotonic time the delivery arrived.
+// and event, the monotonic time the first delivery arrived and how many arrived, and keeps the last
+// webhook's headers and body (figure 8 replays them to measure the receiver's own capacity).
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { nowMs } from "./stats.ts";
@@ -7,8 +8,12 @@ import { nowMs } from "./stats.ts";
 export interface WebhookReceiver {
   url: string;
   received: number;
+  /** The last webhook received (its signature headers and body), if any. */
+  lastWebhook: { headers: Record<string, string>; body: string } | undefined;
   /** Monotonic ms (performance.now) of the first delivery of `event` for `orderId`, if any. */
   arrival(orderId: string, event: string): number | undefined;
+  /** How many deliveries of `event` for `orderId` arrived (more than 1: a duplicate). */
+  count(orderId: string, event: string): number;
   /** Resolves with the arrival time, or rejects after `timeoutMs`. */
   waitFor(orderId: string, event: string, timeoutMs: number): Promise<number>;
   close(): Promise<void>;
@@ -16,8 +21,10 @@ export interface WebhookReceiver {
 
 export async function startReceiver(): Promise<WebhookReceiver> {
   const arrivals = new Map<string, number>();
+  const counts = new Map<string, number>();
   const waiters = new Map<string, ((at: number) => void)[]>();
   let received = 0;
+  let lastWebhook: WebhookReceiver["lastWebhook"];
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -30,9 +37,13 @@ export async function startReceiver(): Promise<WebhookReceiver> {
       response.writeHead(200, { "content-type": "text/plain" }).end("ok");
       received += 1;
       try {
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { event?: string; data?: { orderId?: string } };
+        const text = Buffer.concat(chunks).toString("utf8");
+        const body = JSON.parse(text) as { event?: string; data?: { orderId?: string } };
         const key = `${body.data?.orderId}|${body.event}`;
         if (!arrivals.has(key)) arrivals.set(key, at);
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        const headers = Object.fromEntries(Object.entries(request.headers).filter((entry): entry is [string, string] => typeof entry[1] === "string"));
+        lastWebhook = { headers, body: text };
         for (const resolve of waiters.get(key) ?? []) resolve(at);
         waiters.delete(key);
       } catch {
@@ -48,7 +59,11 @@ export async function startReceiver(): Promise<WebhookReceiver> {
     get received() {
       return received;
     },
+    get lastWebhook() {
+      return lastWebhook;
+    },
     arrival: (orderId, event) => arrivals.get(`${orderId}|${event}`),
+    count: (orderId, event) => counts.get(`${orderId}|${event}`) ?? 0,
     waitFor(orderId, event, timeoutMs) {
       const key = `${orderId}|${event}`;
       const known = arrivals.get(key);

@@ -3,6 +3,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { MachineInfo } from "./machine.ts";
+import { renderProfile, type ProfileSummary } from "./profile.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -29,6 +30,10 @@ export interface FigureResult {
   params: Json;
   notes: string[];
   seconds: number;
+  /** The issue-15 target and whether this run met it (null: not measured). */
+  target: { text: string; met: boolean | null };
+  /** CPU profile of the service processes under this figure's load (`--profile`). */
+  profile?: ProfileSummary;
 }
 
 export interface RunReport {
@@ -47,6 +52,10 @@ export interface RunReport {
 function show(measure: Measure | null): string {
   if (!measure) return "not measured";
   return measure.value === null ? `${measure.label}: n/a` : `${measure.label}: **${measure.value} ${measure.unit}**`;
+}
+
+function metText(met: boolean | null): string {
+  return met === null ? "not measured" : met ? "met" : "**missed**";
 }
 
 function detailText(detail: Json | undefined): string {
@@ -70,15 +79,27 @@ export function renderMarkdown(report: RunReport): string {
   lines.push("- load average (1 min) before each figure: " + report.loadAverage.samples.map((s) => `${s.figure} ${s.load[0]}`).join(", "));
   lines.push("", "```", `$ free -h`, m.freeH, "```", "");
   lines.push("## Figures", "");
-  lines.push("| # | Figure | Measured | Reference (same run) | Comparison |", "|---|---|---|---|---|");
+  lines.push(
+    "| # | Figure | Measured | Target (issue 15) | Met | Reference (same run) | Comparison | Load before |",
+    "|---|---|---|---|---|---|---|---|",
+  );
+  const loadBefore = (f: FigureResult) => report.loadAverage.samples.find((sample) => sample.figure === `#${f.id}`)?.load[0] ?? "";
   for (const f of report.figures) {
     const status = f.status === "measured" ? "" : ` (${f.status})`;
-    lines.push(`| ${f.id} | ${f.title}${status} | ${show(f.figure)} | ${show(f.reference)} | ${f.comparison ?? ""} |`);
+    lines.push(`| ${f.id} | ${f.title}${status} | ${show(f.figure)} | ${f.target.text} | ${metText(f.target.met)} | ${show(f.reference)} | ${f.comparison ?? ""} | ${loadBefore(f)} |`);
   }
   lines.push("");
+  const missed = report.figures.filter((f) => f.target.met === false);
+  if (missed.length > 0) {
+    lines.push(
+      `Targets missed: ${missed.map((f) => `#${f.id}`).join(", ")}. ${missed.some((f) => f.profile) ? "The profiled ones carry a CPU profile of the service under their load in their section; " : ""}` +
+        "`npm run bench -- --profile=<#>` profiles a figure; what limits each figure and what would close it: docs/benchmarks.md.",
+      "",
+    );
+  }
   for (const f of report.figures) {
     lines.push(`### ${f.id}. ${f.title}`, "");
-    lines.push(`Status: ${f.status}; ${f.seconds} s.`, "");
+    lines.push(`Status: ${f.status}; ${f.seconds} s. Target: ${f.target.text}: ${metText(f.target.met)}.`, "");
     for (const measure of [f.figure, f.reference, ...f.extra]) {
       if (!measure) continue;
       const detail = detailText(measure.detail);
@@ -88,6 +109,7 @@ export function renderMarkdown(report: RunReport): string {
     if (params) lines.push(`- parameters: ${params}`);
     for (const note of f.notes) lines.push(`- ${note}`);
     lines.push("");
+    if (f.profile) lines.push(`#### CPU profile of the service under this figure's load`, "", ...renderProfile(f.profile));
   }
   return lines.join("\n");
 }

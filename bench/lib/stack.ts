@@ -17,6 +17,9 @@ export interface Partner {
   webhookSecret: string;
 }
 
+/** A partner API call (`X-API-Key`) to one service instance. */
+export type ApiCall = <T = Json>(key: string, method: string, path: string, body?: unknown) => Promise<{ status: number; body: T }>;
+
 export interface BenchStack {
   chain: ChainStack;
   pool: pg.Pool;
@@ -25,8 +28,23 @@ export interface BenchStack {
   /** The service's configuration overrides (same on every restart). */
   serviceEnv: Record<string, string>;
   restartService(): Promise<ReadyChild>;
+  /**
+   * Another service instance on the same database, chain and indexer schema (the caller stops it).
+   * Started with the same Node options as the stack's own (see `profileServices`).
+   */
+  spawnService(): Promise<ReadyChild>;
+  /**
+   * Node options of every service process started from now on (`restartService`, `spawnService`):
+   * `--cpu-prof` into `dir`, or none when `dir` is undefined.
+   */
+  profileServices(dir: string | undefined): void;
+  /** When each service process started by the stack was ready (monotonic µs), by pid. */
+  serviceReadyAtUs: ReadonlyMap<number, number>;
   admin<T = Json>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
-  api<T = Json>(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  /** The partner API of the stack's own service instance. */
+  api: ApiCall;
+  /** The partner API of the instance at `baseUrl`. */
+  apiAt(baseUrl: string): ApiCall;
   /** An ENTERPRISE partner whose webhook URL is the receiver; `fields` override. */
   createPartner(fields?: Json): Promise<Partner>;
   close(): Promise<void>;
@@ -70,7 +88,13 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());
     const spec: ServiceProcessSpec = { env: SERVICE_ENV, databaseUrl: chain.databaseUrl, indexerSchema: chain.indexerSchema, chain: chain.chainSettings };
-    const startService = () => spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) });
+    let nodeArgs: string[] = [];
+    const serviceReadyAtUs = new Map<number, number>();
+    const startService = async () => {
+      const started = await spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) }, { nodeArgs });
+      serviceReadyAtUs.set(started.pid, started.readyAtUs);
+      return started;
+    };
     let service = await startService();
     cleanups.push(() => service.stop());
     log(`service pid ${service.pid} at ${service.baseUrl}`);
@@ -87,8 +111,14 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
         service = await startService();
         return service;
       },
+      spawnService: startService,
+      serviceReadyAtUs,
+      profileServices(dir) {
+        nodeArgs = dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+      },
       admin: (method, path, body) => call(`${service.baseUrl}/admin/v1${path}`, method, { Authorization: `Bearer ${ADMIN_TOKEN}` }, body),
       api: (key, method, path, body) => call(`${service.baseUrl}/api/v1${path}`, method, { "X-API-Key": key }, body),
+      apiAt: (baseUrl) => (key, method, path, body) => call(`${baseUrl}/api/v1${path}`, method, { "X-API-Key": key }, body),
       async createPartner(fields = {}) {
         const response = await stack.admin<Partner>("POST", "/partners", {
           name: "Bench Partner",
@@ -110,15 +140,15 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
 }
 
 /** Registers a user (201, or 409 when it exists). */
-export async function ensureUser(stack: BenchStack, partner: Partner, ref: string): Promise<void> {
+export async function ensureUser(stack: Pick<BenchStack, "api">, partner: Partner, ref: string): Promise<void> {
   // Attested FULL: a bench user trades far past the KYC thresholds, which would refuse its orders.
   const kycAttestation = { level: "FULL", verifiedAt: new Date(Date.now() - 86_400_000).toISOString() };
   const response = await stack.api(partner.apiKey, "POST", "/users", { partnerUserRef: ref, kycAttestation });
   if (response.status !== 201 && response.status !== 409) throw new Error(`user ${ref}: ${response.status} ${JSON.stringify(response.body)}`);
 }
 
-/** POST /quotes then POST /orders; returns the order create response. */
-export async function quoteAndOrder(stack: BenchStack, partner: Partner, ref: string, amountUsdc: number): Promise<Json & { id: string; escrowOrderId: string; deposit: unknown }> {
+/** POST /quotes then POST /orders (on the stack's instance, or another's `api`); returns the order create response. */
+export async function quoteAndOrder(stack: Pick<BenchStack, "api">, partner: Partner, ref: string, amountUsdc: number): Promise<Json & { id: string; escrowOrderId: string; deposit: unknown }> {
   const quote = await stack.api<{ id: string }>(partner.apiKey, "POST", "/quotes", { type: "SELL", amountUsdc, partnerUserRef: ref });
   if (quote.status !== 201) throw new Error(`quote: ${quote.status} ${JSON.stringify(quote.body)}`);
   const order = await stack.api<Json & { id: string; escrowOrderId: string; deposit: unknown }>(partner.apiKey, "POST", "/orders", {

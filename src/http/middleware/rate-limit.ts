@@ -92,6 +92,8 @@ interface WindowState {
   windowStart: number;
   /** The shared total as of this instance's last flush or read (every instance's flushed counts). */
   shared: number;
+  /** Whether `shared` has been read at all: the window's first request here reads it (one round trip per window). */
+  read: boolean;
   /** Counted here, being added to the shared total by the flush in flight. */
   inflight: number;
   /** Counted here, not yet sent. */
@@ -124,8 +126,8 @@ export interface RateLimitOptions {
  * Fixed one-minute windows aligned to the UTC minute (decisions section 3), counted in memory and added
  * to the shared `rate_limit_windows` in batches, so a request costs no database round trip until its
  * window nears its limit. A decision uses the shared total last read plus this instance's unflushed
- * counts; in the last `syncMargin` requests of a window each request is flushed and read before the
- * answer. What N instances can admit together is stated in docs/security.md ("Rate limits").
+ * counts; the first request of a window in this instance, and each of the last `syncMargin` requests of
+ * a window, is flushed and read before the answer. What N instances can admit together is stated in docs/security.md ("Rate limits").
  */
 export function createRateLimits(options: RateLimitOptions): RateLimits {
   const { db } = options;
@@ -136,7 +138,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
     const key = windowKey(bucket, windowStart);
     let state = windows.get(key);
     if (!state) {
-      state = { bucket, windowStart, shared: 0, inflight: 0, pending: 0, waiters: [], flushing: undefined };
+      state = { bucket, windowStart, shared: 0, read: false, inflight: 0, pending: 0, waiters: [], flushing: undefined };
       windows.set(key, state);
     }
     return state;
@@ -158,6 +160,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
       );
       for (const { state, delta, waiters } of batches) {
         state.shared = totals.get(windowKey(state.bucket, state.windowStart))!;
+        state.read = true;
         state.inflight = 0;
         for (const waiter of waiters) waiter.resolve(state.shared - delta + waiter.position);
       }
@@ -214,8 +217,8 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
       const state = stateOf(bucket, windowStart);
       const known = state.shared + state.inflight + state.pending;
       state.pending += 1;
-      // Already past the limit (windows only grow), or far enough from it: decided here.
-      if (known >= limit || limit - (known + 1) >= syncMargin(limit)) return windowOf(known + 1, limit, windowStart, now);
+      // Already past the limit (windows only grow), or far enough from it by a total read before: decided here.
+      if (state.read && (known >= limit || limit - (known + 1) >= syncMargin(limit))) return windowOf(known + 1, limit, windowStart, now);
       const position = state.pending;
       const counted = new Promise<number>((resolve, reject) => state.waiters.push({ position, resolve, reject }));
       void flushOne(state).catch(() => undefined);
@@ -227,7 +230,10 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
       const windowStart = windowStartOf(now);
       const state = stateOf(bucket, windowStart);
       if (state.pending > 0 || state.flushing) await flushOne(state);
-      else state.shared = Math.max(state.shared, await readCount(db, bucket, windowStart));
+      else {
+        state.shared = Math.max(state.shared, await readCount(db, bucket, windowStart));
+        state.read = true;
+      }
       return { used: state.shared + state.pending + state.inflight, limit, resetAt: (windowStart + WINDOW_MS) / 1000 };
     },
 

@@ -96,6 +96,7 @@ test("in the last tenth of a window each request is counted in the database befo
   const [a, b] = [instance(), instance()];
   const bucket = newBucket();
   const limit = 200;
+  assert.equal(syncMargin(limit), 20);
   // 181 counted on one instance and flushed; the other has read the window.
   for (let i = 0; i < 181; i += 1) await a.count(bucket, limit);
   await a.flush();

@@ -7,7 +7,7 @@ export const PARTNER_CHANGED_CHANNEL = "partner_changed";
 
 /**
  * How long a cached partner is trusted without hearing of a change: the floor when the listener is down
- * or a notification is lost (docs/security.md, "Credential cache").
+ * or a notification is lost (docs/security.md, "Credential cache and rate limits").
  */
 export const CREDENTIAL_TTL_MS = 5_000;
 

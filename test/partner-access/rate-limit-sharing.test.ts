@@ -6,7 +6,7 @@ import { createRateLimits, syncMargin, type RateLimits } from "../../src/http/mi
 import { createTestDatabase } from "../support/database.ts";
 
 // Rate-limit windows counted in memory per instance and flushed in batches (issue 15, docs/security.md
-// "Rate limits"). Each RateLimits here is one service instance; they share one database. The periodic
+// "Credential cache and rate limits"). Each RateLimits here is one service instance; they share one database. The periodic
 // flush is set an hour apart so the tests choose when a flush interval ends (`flush()`).
 const MINUTE = 60_000;
 const windowStart = Math.floor(Date.now() / MINUTE) * MINUTE + 120 * MINUTE;

@@ -19,7 +19,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 const WINDOW_MS = 60_000;
 const windowStartOf = (now: number) => Math.floor(now / WINDOW_MS) * WINDOW_MS;
 
-/** How often each instance adds its unflushed counts to the shared windows (docs/security.md, "Rate limits"). */
+/** How often each instance adds its unflushed counts to the shared windows (docs/security.md, "Credential cache and rate limits"). */
 export const FLUSH_INTERVAL_MS = 200;
 
 /**
@@ -127,7 +127,8 @@ export interface RateLimitOptions {
  * to the shared `rate_limit_windows` in batches, so a request costs no database round trip until its
  * window nears its limit. A decision uses the shared total last read plus this instance's unflushed
  * counts; the first request of a window in this instance, and each of the last `syncMargin` requests of
- * a window, is flushed and read before the answer. What N instances can admit together is stated in docs/security.md ("Rate limits").
+ * a window, is flushed and read before the answer. What N instances can admit together is stated in
+ * docs/security.md ("Credential cache and rate limits").
  */
 export function createRateLimits(options: RateLimitOptions): RateLimits {
   const { db } = options;

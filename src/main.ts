@@ -33,6 +33,8 @@ import { marketModule, marketPermits } from "./market/module.ts";
 import type { PermitIssuer } from "./market/permits.ts";
 import { dashboardModule } from "./dashboard/module.ts";
 import type { OrderViewContext } from "./orders/queries.ts";
+import { createRateLimits, type Clock } from "./http/middleware/rate-limit.ts";
+import { createPartnerCredentials } from "./partners/credential-cache.ts";
 
 export interface SandboxSimulators {
   banxico: RateSimulator;
@@ -62,6 +64,8 @@ export interface ServiceOptions {
   chain?: ChainSettings;
   /** Ponder's schema to consume escrow events from; without it no chain event reaches the orders. */
   indexerSchema?: string;
+  /** The clock rate-limit windows are counted on (tests pass a fixed one); the system clock otherwise. */
+  clock?: Clock;
 }
 
 async function listen(server: http.Server, port: number, host: string): Promise<string> {
@@ -84,6 +88,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const pool = createPool(databaseUrl, 10, logger);
   const boss = await startJobs(databaseUrl, logger);
   await scheduleMaintenance(boss, pool, logger);
+  // Issue 15: partner authentication and rate limiting answer from memory (no database round trip per request).
+  const credentials = createPartnerCredentials({ db: pool, databaseUrl, logger });
+  const rateLimits = createRateLimits({ db: pool, ...(options.clock ? { clock: options.clock } : {}), onFlushError: (error) => logger.warn({ err: error }, "rate-limit flush failed; retrying") });
+  await credentials.ready;
   // Webhooks (issue 5): outbox delivery worker (binds recordEvent to this queue), GET /webhooks, admin deliveries.
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 
@@ -207,6 +215,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
     secureCookie: !config.sandbox,
     publicUrl: baseUrl,
+    rateLimits,
+    partnerChanged: credentials.forget,
   });
 
   const { app } = createApp({
@@ -215,6 +225,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     logger,
     rates,
     adminToken: options.adminToken,
+    credentials,
+    rateLimits,
     checkWebhookUrl: (url) => checkWebhookUrlSyntax(url, config.webhookAllowPrivate),
     simulators: simulators
       ? [
@@ -248,6 +260,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         server.closeIdleConnections();
       });
       await webhooks.stop();
+      await Promise.all([rateLimits.stop(), credentials.stop()]);
       await boss.stop({ graceful: true, timeout: 10_000 });
       await pool.end();
     },

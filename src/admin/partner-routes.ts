@@ -47,7 +47,8 @@ function checkCommon(body: { ipAllowList?: string[]; webhookUrl?: string | null 
   if (body.webhookUrl) checkWebhookUrl(body.webhookUrl);
 }
 
-export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkWebhookUrl: WebhookUrlCheck }): void {
+/** `partnerChanged`: told of each change right after it commits, so this instance's credential cache forgets it at once. */
+export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkWebhookUrl: WebhookUrlCheck; partnerChanged: (partnerId: string) => void }): void {
   const { pool } = deps;
 
   admin.add<NewPartner>(
@@ -131,6 +132,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     async (ctx, { body, params }) => {
       checkCommon(body, deps.checkWebhookUrl);
       ctx.body = partnerView(await updatePartner(pool, params.id!, body, operatorAudit(ctx.ip)));
+      deps.partnerChanged(params.id!);
     },
   );
 
@@ -145,6 +147,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
     async (ctx, { params }) => {
       const { partner, apiKey } = await rotateApiKey(pool, params.id!, operatorAudit(ctx.ip));
+      deps.partnerChanged(params.id!);
       ctx.status = 201;
       ctx.body = { ...partnerView(partner), apiKey };
     },
@@ -161,6 +164,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
     async (ctx, { params }) => {
       const { partner, webhookSecret } = await rotateWebhookSecret(pool, params.id!, operatorAudit(ctx.ip));
+      deps.partnerChanged(params.id!);
       ctx.status = 201;
       ctx.body = { ...partnerView(partner), webhookSecret };
     },

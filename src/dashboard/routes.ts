@@ -23,6 +23,7 @@ import { clearSessionCookie, currentMember, currentSession, memberAudit, session
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { claimAttempt, createSession, deleteSession, forgiveAttempt } from "./sessions.ts";
 import { partnerUsage } from "./usage.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
 
 export interface DashboardRouteDeps {
   pool: Pool;
@@ -35,6 +36,10 @@ export interface DashboardRouteDeps {
   secureCookie: boolean;
   /** The service's own URL, for invitation links (the request's origin when unset). */
   publicUrl?: string;
+  /** The rate-limit windows partner authentication counts in (the usage figures read them). */
+  rateLimits: RateLimits;
+  /** Told of each partner change right after it commits, so this instance's credential cache forgets it at once. */
+  partnerChanged: (partnerId: string) => void;
 }
 
 const SESSION_ERRORS = ["UNAUTHORIZED", "CSRF_FAILED", "FORBIDDEN"];
@@ -246,6 +251,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx) => {
       const { apiKey } = await rotateApiKey(pool, currentMember(ctx).partnerId, memberAudit(ctx));
+      deps.partnerChanged(currentMember(ctx).partnerId);
       ctx.status = 201;
       ctx.body = { apiKey };
     },
@@ -273,6 +279,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         if (!isValidAllowListEntry(entry)) throw new ValidationError(`"entries" entry "${entry}" is not an IP address or CIDR range`);
       }
       ctx.body = partnerView(await updatePartner(pool, currentMember(ctx).partnerId, { ipAllowList: body.entries }, memberAudit(ctx)));
+      deps.partnerChanged(currentMember(ctx).partnerId);
     },
   );
 
@@ -295,6 +302,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     async (ctx, { body }) => {
       if (body.url) deps.checkWebhookUrl(body.url);
       ctx.body = partnerView(await updatePartner(pool, currentMember(ctx).partnerId, { webhookUrl: body.url }, memberAudit(ctx)));
+      deps.partnerChanged(currentMember(ctx).partnerId);
     },
   );
 
@@ -309,6 +317,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx) => {
       const { webhookSecret } = await rotateWebhookSecret(pool, currentMember(ctx).partnerId, memberAudit(ctx));
+      deps.partnerChanged(currentMember(ctx).partnerId);
       ctx.status = 201;
       ctx.body = { webhookSecret };
     },
@@ -485,7 +494,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       responses: { 200: { description: "Usage" } },
     },
     async (ctx) => {
-      ctx.body = await partnerUsage(pool, withoutSecrets(await partnerOf(ctx)));
+      ctx.body = await partnerUsage(pool, deps.rateLimits, withoutSecrets(await partnerOf(ctx)));
     },
   );
 

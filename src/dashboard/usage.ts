@@ -2,7 +2,7 @@ import type { Queryable } from "../db/pool.ts";
 import { mexicoPeriodStart } from "../domain/periods.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { partnerRateBucket } from "../http/middleware/partner-auth.ts";
-import { rateLimitClock, windowUsage } from "../http/middleware/rate-limit.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
 import { partnerRevenue } from "../admin/revenue.ts";
 import { mexicoMonth } from "../kyc/months.ts";
 import { kycSessionsCountedAgainstCap } from "../kyc/sessions.ts";
@@ -15,8 +15,8 @@ import { countPartnerUsers } from "../users/users.ts";
  * `GET /dashboard/v1/usage` (decisions section 18). Every figure is read by the code that enforces its
  * limit, so what the partner sees is what is enforced:
  *
- * - requests: the partner's bucket of the shared one-minute windows that partner authentication counts
- *   (src/http/middleware/partner-auth.ts, rate-limit.ts), on the same clock;
+ * - requests: the partner's bucket of the shared one-minute windows, read by the same `RateLimits` that
+ *   partner authentication counts with (src/http/middleware/partner-auth.ts, rate-limit.ts), on its clock;
  * - users: the count POST /users checks against the tier (src/users/users.ts);
  * - volume: the day and month sums POST /orders checks (src/orders/create-order.ts), Mexico City periods;
  * - kyc: the month's sessions as the cap counts them (src/kyc/sessions.ts, a session being created
@@ -26,12 +26,11 @@ import { countPartnerUsers } from "../users/users.ts";
  * Limits are the partner's effective limits; `null` means unlimited. Dashboard requests themselves are
  * never counted in the API window.
  */
-export async function partnerUsage(db: Queryable, partner: Partner) {
+export async function partnerUsage(db: Queryable, rateLimits: RateLimits, partner: Partner) {
   const limits = effectiveLimits(partner);
-  const now = rateLimitClock.now();
-  const at = new Date(now);
+  const at = new Date();
   const [requests, users, dayMxn, monthMxn, kycSessions, kyc, revenue] = await Promise.all([
-    windowUsage(db, partnerRateBucket(partner.id), limits.requestsPerMinute, now),
+    rateLimits.usage(partnerRateBucket(partner.id), limits.requestsPerMinute),
     countPartnerUsers(db, partner.id),
     partnerVolumeSince(db, partner.id, mexicoPeriodStart("day", at)),
     partnerVolumeSince(db, partner.id, mexicoPeriodStart("month", at)),

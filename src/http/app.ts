@@ -11,6 +11,8 @@ import { adminAuth } from "./middleware/admin-auth.ts";
 import { idempotency } from "./middleware/idempotency.ts";
 import { httpMetrics } from "./middleware/metrics.ts";
 import { partnerAuth } from "./middleware/partner-auth.ts";
+import type { RateLimits } from "./middleware/rate-limit.ts";
+import type { PartnerCredentials } from "../partners/credential-cache.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { buildOpenApiDocument, docsRoutes } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
@@ -43,6 +45,10 @@ export interface AppDependencies {
   rates: ExchangeRates;
   adminToken: string;
   checkWebhookUrl: WebhookUrlCheck;
+  /** Partners by API key, in memory (src/partners/credential-cache.ts). */
+  credentials: PartnerCredentials;
+  /** The shared rate-limit windows, counted in memory and flushed in batches (rate-limit.ts). */
+  rateLimits: RateLimits;
   /** Outside-service simulators mounted in sandbox, each at its own prefix (e.g. /simulators/banxico). */
   simulators?: { prefix: string; router: Router }[];
   /** Routes of other capabilities (orders, webhooks, sandbox helpers...), registered on the same groups. */
@@ -69,13 +75,13 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
 
   // Authentication and rate limits are the groups' own guards: they run before the body is read, so the
   // route itself, body included, is checked last (decisions section 3), and every /api/v1 answer is counted.
-  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", guards: [partnerAuth(pool)], idempotency: idempotency(pool) });
+  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", guards: [partnerAuth(deps)], idempotency: idempotency(pool) });
   const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer", guards: [adminAuth(deps.adminToken, pool)] });
   healthRoutes(partner);
   exchangeRateRoutes(partner, { rates: deps.rates, validitySeconds: config.rateValiditySeconds });
   userRoutes(partner, { pool });
   quoteRoutes(partner, { pool, rates: deps.rates, quoteTtlSeconds: config.quoteTtlSeconds });
-  adminPartnerRoutes(admin, { pool, checkWebhookUrl: deps.checkWebhookUrl });
+  adminPartnerRoutes(admin, { pool, checkWebhookUrl: deps.checkWebhookUrl, partnerChanged: deps.credentials.forget });
   const groups = { partner, admin };
   for (const register of deps.routeModules ?? []) register(groups);
 

@@ -181,16 +181,44 @@ export interface OrderFilters {
 
 /** Newest first (`createdAt` desc, then `id` desc), decisions section 6. */
 export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderRow[]; total: number }> {
+  const page = orderPageQuery(filters);
+  const [{ rows }, total] = await Promise.all([db.query<OrderRow>(page.text, page.values), countOrders(db, filters)]);
+  return { rows, total };
+}
+
+/** One page of orders: served by orders (partner_id[, status], created_at DESC, id DESC), read in order up to offset + limit rows. */
+export function orderPageQuery(filters: OrderFilters): { text: string; values: unknown[] } {
   const { where, values } = whereEqual([
     ["o.partner_id", filters.partnerId ?? undefined],
     ["o.status", filters.status],
     ["u.partner_user_ref", filters.partnerUserRef],
   ]);
-  const [{ rows }, count] = await Promise.all([
-    db.query<OrderRow>(`${SELECT_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [...values, filters.limit, filters.offset]),
-    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id ${where}`, values),
-  ]);
-  return { rows, total: Number(count.rows[0]!.n) };
+  return {
+    text: `${SELECT_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+    values: [...values, filters.limit, filters.offset],
+  };
+}
+
+/**
+ * The exact number of orders matching the filters, without counting a partner's rows: by partner and
+ * status it is the sum of `order_counts`, kept by a trigger in the transaction of every order change
+ * (migration order-counts). With `partnerUserRef` it is an index-only count on orders (user_id, status),
+ * bounded by that one user's orders.
+ */
+export async function countOrders(db: Queryable, filters: Pick<OrderFilters, "partnerId" | "status" | "partnerUserRef">): Promise<number> {
+  if (filters.partnerUserRef !== undefined) {
+    const { rows } = await db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
+       WHERE ($1::text IS NULL OR u.partner_id = $1) AND u.partner_user_ref = $2 AND ($3::text IS NULL OR o.status = $3)`,
+      [filters.partnerId, filters.partnerUserRef, filters.status ?? null],
+    );
+    return Number(rows[0]!.n);
+  }
+  const { rows } = await db.query<{ n: string }>(
+    "SELECT coalesce(sum(count), 0) AS n FROM order_counts WHERE ($1::text IS NULL OR partner_id = $1) AND ($2::text IS NULL OR status = $2)",
+    [filters.partnerId, filters.status ?? null],
+  );
+  return Number(rows[0]!.n);
 }
 
 export type { OrderRow };

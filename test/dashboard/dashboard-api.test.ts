@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { throttleClock } from "../../src/dashboard/sessions.ts";
-import { rateLimitClock } from "../../src/http/middleware/rate-limit.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
 import { assertError, assertStatus, ISO_MILLIS, midMinute } from "../support/assertions.ts";
 import type { TestService } from "../support/service.ts";
@@ -14,6 +13,9 @@ import { dashboardClient, inviteToken, memberOf } from "./support.ts";
 // usage read from the enforcing code, and the audit log of members' and operators' changes.
 
 let service: TestService;
+/** The service's rate-limit clock: the real time unless a test pins it. */
+let pinnedRateInstant: number | undefined;
+const rateClock = { now: () => pinnedRateInstant ?? Date.now() };
 let receiver: TestReceiver;
 let partner: { id: string; apiKey: string; webhookSecret: string };
 let owner: Awaited<ReturnType<typeof memberOf>>;
@@ -34,7 +36,7 @@ async function inOwnThrottleWindow<T>(work: () => Promise<T>): Promise<T> {
 
 before(async () => {
   receiver = await startReceiver();
-  service = await startOfflineOrderService();
+  service = await startOfflineOrderService({}, { clock: rateClock });
   partner = await service.createPartner({ name: "Acme Wallet", tier: "GROWTH" });
   owner = await memberOf(service, partner.id, "OWNER");
   developer = await memberOf(service, partner.id, "DEVELOPER");
@@ -376,9 +378,8 @@ describe("orders and the delivery log", () => {
   });
 
   test("usage: read by the enforcing code; dashboard requests are not counted in the API window", async () => {
-    const realRate = rateLimitClock.now;
     const fixed = midMinute();
-    rateLimitClock.now = () => fixed;
+    pinnedRateInstant = fixed;
     try {
       let remaining = 0;
       for (let i = 0; i < 3; i++) remaining = Number((await service.api("GET", "/health", { key: partner.apiKey })).headers.get("x-ratelimit-remaining"));
@@ -396,7 +397,7 @@ describe("orders and the delivery log", () => {
       assert.deepEqual(usage.body.kyc, { sessionsThisMonth: 0, included: 100, cap: 1000, billedUsd: 0 });
       assert.deepEqual(usage.body.revenue, { feesCollectedUsdc: 0, serviceShareUsdc: 0, owedToPartnerUsdc: 0 });
     } finally {
-      rateLimitClock.now = realRate;
+      pinnedRateInstant = undefined;
     }
   });
 

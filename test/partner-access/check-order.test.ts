@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { rateLimitClock } from "../../src/http/middleware/rate-limit.ts";
 import { assertError, midMinute } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
@@ -9,15 +8,12 @@ import { startTestService, type TestService } from "../support/service.ts";
 const ELSEWHERE = ["203.0.113.7"];
 
 let service: TestService;
-const realClock = rateLimitClock.now;
 
 before(async () => {
   const pinned = midMinute();
-  rateLimitClock.now = () => pinned;
-  service = await startTestService();
+  service = await startTestService({}, { clock: { now: () => pinned } });
 });
 after(async () => {
-  rateLimitClock.now = realClock;
   await service.close();
 });
 

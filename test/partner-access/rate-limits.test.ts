@@ -1,30 +1,30 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
-import { rateLimitClock } from "../../src/http/middleware/rate-limit.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { startTestService, type ApiResponse, type TestService } from "../support/service.ts";
 
-// Windows are fixed UTC minutes (decisions section 3). The service counts on `rateLimitClock`, which the
-// tests set to chosen instants an hour ahead, so crossing a window never means waiting for one.
-const realClock = rateLimitClock.now;
+// Windows are fixed UTC minutes (decisions section 3). The services count on the clock they are given,
+// which the tests set to chosen instants an hour ahead, so crossing a window never means waiting for one.
 const MINUTE = 60_000;
 /** The start of a UTC minute an hour ahead; each test moves the clock within or after it. */
 const windowStart = Math.floor(Date.now() / MINUTE) * MINUTE + 60 * MINUTE;
 const resetOfWindow = String((windowStart + MINUTE) / 1000);
 
+let instant = windowStart;
+const clock = { now: () => instant };
+
 function setClock(msIntoWindow: number): void {
-  rateLimitClock.now = () => windowStart + msIntoWindow;
+  instant = windowStart + msIntoWindow;
 }
 
 let service: TestService;
 let proxied: TestService;
 
 before(async () => {
-  [service, proxied] = await Promise.all([startTestService(), startTestService({ TRUST_PROXY: "1" })]);
+  [service, proxied] = await Promise.all([startTestService({}, { clock }), startTestService({ TRUST_PROXY: "1" }, { clock })]);
 });
 beforeEach(() => setClock(30_000));
 after(async () => {
-  rateLimitClock.now = realClock;
   await Promise.all([service.close(), proxied.close()]);
 });
 
@@ -126,7 +126,7 @@ test("windows are aligned to the minute, not to the first request: 2 s apart acr
 });
 
 test("two instances of the service on the same database share one window per partner", async () => {
-  const second = await startTestService({}, { databaseUrl: service.databaseUrl });
+  const second = await startTestService({}, { databaseUrl: service.databaseUrl, clock });
   try {
     const partner = await enterprise(4);
     const one = await service.api("GET", "/health", { key: partner.apiKey });

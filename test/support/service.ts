@@ -42,7 +42,7 @@ async function call<T>(url: string, method: string, headers: Record<string, stri
  */
 export async function startTestService(
   env: Record<string, string> = {},
-  options: { databaseUrl?: string } & Pick<ServiceOptions, "chain" | "indexerSchema"> = {},
+  options: { databaseUrl?: string } & Pick<ServiceOptions, "chain" | "indexerSchema" | "clock"> = {},
 ): Promise<TestService> {
   const database = options.databaseUrl
     ? { url: options.databaseUrl, drop: async () => undefined }
@@ -55,6 +55,7 @@ export async function startTestService(
     logger: createLogger(config.logLevel),
     ...(options.chain ? { chain: options.chain } : {}),
     ...(options.indexerSchema ? { indexerSchema: options.indexerSchema } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const test: TestService = {
     ...service,

@@ -7,6 +7,7 @@ import { startIndexer, type Indexer } from "../../src/chain/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
+import type { ServiceOptions } from "../../src/main.ts";
 import { createTestDatabase } from "./database.ts";
 import { startTestService, type TestService } from "./service.ts";
 
@@ -185,6 +186,6 @@ export const OFFLINE_CHAIN = {
   arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
 } as const;
 
-export async function startOfflineOrderService(env: Record<string, string> = {}): Promise<TestService> {
-  return startTestService(env, { chain: OFFLINE_CHAIN });
+export async function startOfflineOrderService(env: Record<string, string> = {}, options: Pick<ServiceOptions, "clock"> = {}): Promise<TestService> {
+  return startTestService(env, { chain: OFFLINE_CHAIN, ...options });
 }

@@ -1,5 +1,4 @@
 import type Koa from "koa";
-import type { Queryable } from "../../db/pool.ts";
 import {
   InvalidApiKeyError,
   IpNotAllowedError,
@@ -11,9 +10,10 @@ import {
 import { isAddressAllowed } from "../../domain/ip-allow-list.ts";
 import { UNAUTHENTICATED_REQUESTS_PER_MINUTE } from "../../domain/tiers.ts";
 import { apiKeyMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
-import { effectiveLimits, findPartnerByKeyHash } from "../../partners/partners.ts";
+import type { PartnerCredentials } from "../../partners/credential-cache.ts";
+import { effectiveLimits } from "../../partners/partners.ts";
 import type { AppState } from "../context.ts";
-import { countRequest, rateLimitClock } from "./rate-limit.ts";
+import type { RateLimits } from "./rate-limit.ts";
 
 /** The rate-limit bucket of a partner's API requests. */
 export const partnerRateBucket = (partnerId: string) => `partner:${partnerId}`;
@@ -24,17 +24,18 @@ export const partnerRateBucket = (partnerId: string) => `partner:${partnerId}`;
  * Every request is counted (a partner's window, or the client address's at the FREE rate when no valid
  * key is presented) so the rate-limit headers are on every response, errors included. Requests without
  * a valid key that exceed their address's window get 429 instead of 401, which caps key guessing.
+ * A known key and a window far from its limit are answered from memory, without a database round trip.
  */
-export function partnerAuth(db: Queryable): Koa.Middleware<AppState> {
+export function partnerAuth(deps: { credentials: PartnerCredentials; rateLimits: RateLimits }): Koa.Middleware<AppState> {
+  const { credentials, rateLimits } = deps;
   return async (ctx, next) => {
     const presented = ctx.get("X-API-Key");
-    const partner = presented && isWellFormedApiKey(presented) ? await findPartnerByKeyHash(db, hashApiKey(presented)) : undefined;
+    const partner = presented && isWellFormedApiKey(presented) ? await credentials.find(hashApiKey(presented)) : undefined;
     const authenticated = partner !== undefined && apiKeyMatches(presented, partner.apiKeyHash);
 
-    const now = rateLimitClock.now();
     const window = authenticated
-      ? await countRequest(db, partnerRateBucket(partner.id), effectiveLimits(partner).requestsPerMinute, now)
-      : await countRequest(db, `ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE, now);
+      ? await rateLimits.count(partnerRateBucket(partner.id), effectiveLimits(partner).requestsPerMinute)
+      : await rateLimits.count(`ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE);
     ctx.set("X-RateLimit-Limit", String(window.limit));
     ctx.set("X-RateLimit-Remaining", String(window.remaining));
     ctx.set("X-RateLimit-Reset", String(window.resetAt));

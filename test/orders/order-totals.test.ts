@@ -1,0 +1,142 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { insertBulkOrders } from "../../bench/lib/bulk.ts";
+import { migrate } from "../../src/db/migrate.ts";
+import { createPool, withTransaction, type Pool } from "../../src/db/pool.ts";
+import { countOrders, listOrderRows, orderPageQuery } from "../../src/orders/queries.ts";
+import { createPartner } from "../../src/partners/partners.ts";
+import { createTestDatabase } from "../support/database.ts";
+import { createOrderFixture, type OrderFixture } from "../webhooks/support/fixtures.ts";
+
+// GET /orders `total` (issue 15): read from counters the orders trigger keeps in the same transaction as
+// each order insert and status change, never by counting the partner's rows; equal to count(*) for every filter.
+const STATUSES = ["PENDING_DEPOSIT", "ACTIVE", "LOCKED", "PENDING_RELEASE", "COMPLETED", "EXPIRED", "REFUNDED", "DISPUTED"] as const;
+const REFS = ["alice", "bob", "carol"];
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let pool: Pool;
+let partnerId: string;
+let otherPartnerId: string;
+
+before(async () => {
+  database = await createTestDatabase();
+  await migrate(database.url);
+  pool = createPool(database.url, 20);
+  partnerId = (await createPartner(pool, { name: "Totals", tier: "GROWTH", kycModel: "PARTNER_MANAGED" })).partner.id;
+  otherPartnerId = (await createPartner(pool, { name: "Other", tier: "GROWTH", kycModel: "PARTNER_MANAGED" })).partner.id;
+});
+after(async () => {
+  await pool.end();
+  await database.drop();
+});
+
+async function countedByRows(filters: { partnerId: string | null; status?: string; partnerUserRef?: string }): Promise<number> {
+  const { rows } = await pool.query<{ n: string }>(
+    `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
+     WHERE ($1::text IS NULL OR o.partner_id = $1) AND ($2::text IS NULL OR o.status = $2) AND ($3::text IS NULL OR u.partner_user_ref = $3)`,
+    [filters.partnerId, filters.status ?? null, filters.partnerUserRef ?? null],
+  );
+  return Number(rows[0]!.n);
+}
+
+/** Every filter GET /orders takes (and the operators' view without a partner), each against count(*). */
+async function assertTotalsExact(): Promise<void> {
+  const filterSets: { partnerId: string | null; status?: (typeof STATUSES)[number]; partnerUserRef?: string }[] = [];
+  for (const partner of [partnerId, otherPartnerId, null]) {
+    filterSets.push({ partnerId: partner });
+    for (const status of STATUSES) filterSets.push({ partnerId: partner, status });
+    for (const ref of REFS) {
+      filterSets.push({ partnerId: partner, partnerUserRef: ref });
+      for (const status of STATUSES) filterSets.push({ partnerId: partner, partnerUserRef: ref, status });
+    }
+  }
+  for (const filters of filterSets) {
+    assert.equal(await countOrders(pool, filters), await countedByRows(filters), JSON.stringify(filters));
+  }
+}
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+const planNodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(planNodes)];
+
+const setStatus = (order: OrderFixture, status: string) => pool.query("UPDATE orders SET status = $2 WHERE id = $1", [order.orderId, status]);
+
+test("totals equal count(*) for every filter while orders are created and change status concurrently", async () => {
+  const create = (count: number, partner = partnerId) =>
+    Promise.all(Array.from({ length: count }, (_, index) => createOrderFixture(pool, partner, REFS[index % REFS.length])));
+  const [orders] = await Promise.all([create(60), create(10, otherPartnerId)]);
+
+  // Each order walks its own path while more orders arrive; opposite moves (ACTIVE <-> LOCKED) run at once.
+  const paths = [
+    ["ACTIVE", "LOCKED", "ACTIVE", "LOCKED", "PENDING_RELEASE", "COMPLETED"],
+    ["ACTIVE", "LOCKED", "DISPUTED", "REFUNDED"],
+    ["EXPIRED"],
+    ["ACTIVE", "EXPIRED"],
+  ];
+  await Promise.all([
+    ...orders.map(async (order, index) => {
+      for (const status of paths[index % paths.length]!) await setStatus(order, status);
+    }),
+    create(30),
+  ]);
+  await assertTotalsExact();
+  assert.equal(await countOrders(pool, { partnerId }), 90);
+});
+
+test("a rolled-back order or status change leaves the totals as they were", async () => {
+  const order = await createOrderFixture(pool, partnerId, "alice");
+  const before = await countOrders(pool, { partnerId, status: "PENDING_DEPOSIT" });
+  await assert.rejects(
+    withTransaction(pool, async (tx) => {
+      await tx.query("UPDATE orders SET status = 'ACTIVE' WHERE id = $1", [order.orderId]);
+      await createOrderFixture(tx, partnerId, "bob");
+      throw new Error("abandoned");
+    }),
+  );
+  assert.equal(await countOrders(pool, { partnerId, status: "PENDING_DEPOSIT" }), before);
+  await assertTotalsExact();
+});
+
+test("listOrderRows answers the page with its exact total", async () => {
+  const listed = await listOrderRows(pool, { partnerId, status: "COMPLETED", limit: 5, offset: 0 });
+  assert.equal(listed.total, await countedByRows({ partnerId, status: "COMPLETED" }));
+  assert.equal(listed.rows.length, Math.min(5, listed.total));
+  assert.ok(listed.rows.every((row) => row.status === "COMPLETED" && row.partner_id === partnerId));
+});
+
+test("with 100,000 orders the partner's page is read from its index and the totals stay exact", async () => {
+  const template = await createOrderFixture(pool, partnerId, "carol");
+  const mix = [
+    { status: "PENDING_DEPOSIT", percent: 10 },
+    { status: "ACTIVE", percent: 20 },
+    { status: "LOCKED", percent: 5 },
+    { status: "COMPLETED", percent: 50 },
+    { status: "EXPIRED", percent: 10 },
+    { status: "REFUNDED", percent: 5 },
+  ] as const;
+  // The benchmark's bulk rows (bench/lib/bulk.ts): one statement, so the counters' trigger runs once for all of them.
+  await insertBulkOrders(pool, { partnerId, templateOrderId: template.orderId, count: 100_000, users: 2_000, tag: "totals", mix: [...mix], spreadHours: 90 * 24 });
+  await pool.query("ANALYZE orders");
+  await pool.query("ANALYZE users");
+
+  for (const filters of [
+    { partnerId, limit: 20, offset: 0 },
+    { partnerId, limit: 100, offset: 2_000 },
+    { partnerId, status: "COMPLETED" as const, limit: 20, offset: 0 },
+  ]) {
+    const page = orderPageQuery(filters);
+    const { rows: explained } = await pool.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${page.text}`, page.values);
+    const nodes = planNodes(explained[0]!["QUERY PLAN"][0].Plan);
+    const index = filters.status ? "orders_partner_status_created" : "orders_partner_created";
+    const where = `${JSON.stringify(filters)}: ${JSON.stringify(nodes.map((node) => [node["Node Type"], node["Relation Name"], node["Index Name"]]))}`;
+    assert.ok(nodes.some((node) => node["Index Name"] === index), where);
+    assert.ok(!nodes.some((node) => node["Node Type"] === "Seq Scan" && node["Relation Name"] === "orders"), where);
+    assert.ok(!nodes.some((node) => node["Node Type"] === "Sort"), `${where}: the page is read in index order, not sorted`);
+  }
+  assert.ok((await countOrders(pool, { partnerId })) > 100_000);
+  await assertTotalsExact();
+});

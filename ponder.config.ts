@@ -8,7 +8,14 @@
 //   ESCROW_ADDRESS       escrow contract address, with ESCROW_START_BLOCK (its deployment block) ...
 //   ESCROW_START_BLOCK
 //   DEPLOYMENT_FILE      ... or the deployment JSON written by src/chain/deploy.ts
-//   PONDER_POLLING_INTERVAL_MS  realtime polling (default 250 ms on 31337, else 1000 ms)
+//   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
+//                        minimum) on 31337, where a block exists the moment its transaction is sent and
+//                        the node is ours; else 1000 ms, a provider's rate limit in mind
+//   PONDER_RPC_LANES     how many times RPC_URL is given to Ponder (default 16 on 31337, else 1). Ponder
+//                        throttles each RPC endpoint it is given to 20 requests/s at start and raises that
+//                        only after 10 s of saturated use, so one lane caps a backfill at about 20 blocks/s
+//                        (one eth_getBlockByNumber per block with events). A provider with a known higher
+//                        rate limit may be given more lanes.
 //   PONDER_DB_POOL_MAX   PostgreSQL connections Ponder may open (default 12)
 //
 // On the local chain the RPC cache (ponder_sync) is disabled: a Hardhat node keeps its chain in memory,
@@ -65,6 +72,9 @@ if (databaseUrl === undefined || databaseUrl === "") fail("DATABASE_URL is requi
 const chainId = integerEnv("CHAIN_ID", LOCAL_CHAIN_ID);
 const isLocal = chainId === LOCAL_CHAIN_ID;
 const escrow = escrowLocation(chainId);
+const rpcUrl = process.env.RPC_URL || "http://127.0.0.1:8545";
+const rpcLanes = integerEnv("PONDER_RPC_LANES", isLocal ? 16 : 1);
+if (rpcLanes < 1) fail("PONDER_RPC_LANES must be at least 1");
 
 export default createConfig({
   database: {
@@ -75,8 +85,8 @@ export default createConfig({
   chains: {
     offramp: {
       id: chainId,
-      rpc: process.env.RPC_URL || "http://127.0.0.1:8545",
-      pollingInterval: integerEnv("PONDER_POLLING_INTERVAL_MS", isLocal ? 250 : 1_000),
+      rpc: rpcLanes === 1 ? rpcUrl : Array.from({ length: rpcLanes }, () => rpcUrl),
+      pollingInterval: integerEnv("PONDER_POLLING_INTERVAL_MS", isLocal ? 100 : 1_000),
       disableCache: isLocal,
     },
   },

@@ -239,8 +239,10 @@ export interface IndexerOptions {
   logFile?: string;
   /** Lowest level forwarded to the logger; default "info" (Ponder itself logs at info or below). */
   logLevel?: "error" | "warn" | "info" | "debug" | "trace";
-  /** Realtime polling interval; default 250 ms on chain 31337, else 1000 ms (ponder.config.ts). */
+  /** Realtime polling interval; default 100 ms (Ponder's minimum) on chain 31337, else 1000 ms (ponder.config.ts). */
   pollingIntervalMs?: number;
+  /** How many times the RPC URL is given to Ponder, each throttled by Ponder on its own; default 16 on chain 31337, else 1 (ponder.config.ts). */
+  rpcLanes?: number;
   /** PostgreSQL connections Ponder may open; default 12. */
   poolMax?: number;
   /**
@@ -302,6 +304,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     // Ponder's PORT env var wins over --port (and an .env.local would not override it).
     PORT: String(options.port),
     ...(options.pollingIntervalMs === undefined ? {} : { PONDER_POLLING_INTERVAL_MS: String(options.pollingIntervalMs) }),
+    ...(options.rpcLanes === undefined ? {} : { PONDER_RPC_LANES: String(options.rpcLanes) }),
     ...(options.poolMax === undefined ? {} : { PONDER_DB_POOL_MAX: String(options.poolMax) }),
   };
   const args = [

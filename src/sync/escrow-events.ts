@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { eventTable, readIndexerHead } from "../chain/indexer-process.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
@@ -57,6 +56,11 @@ export interface EscrowEventConsumerOptions {
   indexerSchema: string;
   /** Events are applied only once this many blocks sit on top of theirs (held until final). */
   confirmations: number;
+  /**
+   * Fallback poll of escrow_event; default 250 ms. The consumer is woken at once by the notification
+   * Ponder sends when it commits a live block (see indexerNotifyChannel), so this only bounds the delay if a
+   * notification is missed (e.g. during the backfill, before Ponder installs its notify trigger).
+   */
   pollIntervalMs?: number;
   batchSize?: number;
   /** Sanctions screening of the seller wallet a deposit reveals (the seller is our user), and of the buyer's at the lock. */
@@ -68,6 +72,18 @@ export interface EscrowEventConsumerOptions {
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
+
+/**
+ * The channel Ponder (0.17) notifies when it commits a live block, a reorg or a finalization: a
+ * statement trigger on its _ponder_checkpoint table, which every such transaction updates, calls
+ * pg_notify('<schema>_live_query', <tables touched>) (ponder/src/database/actions.ts
+ * createLiveQueryTriggers; its own client's live queries LISTEN to it). Ponder recreates the trigger
+ * whenever it starts live indexing, so nothing of ours lives in its schema. The notification is
+ * delivered at commit, when the block's escrow_event rows and indexer_head are visible.
+ */
+export function indexerNotifyChannel(schema: string): string {
+  return `${schema}_live_query`;
+}
 
 /**
  * Feeds the indexer's escrow events to the order actors in chain order (block number, log index),
@@ -84,7 +100,34 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   const batchSize = options.batchSize ?? 200;
   let running = false;
   let loop: Promise<void> | undefined;
-  const wake = new AbortController();
+  const stopping = new AbortController();
+  // A notification that comes while a batch is being read or applied is kept for the next nap.
+  let nudged = false;
+  let endNap: (() => void) | undefined;
+
+  /** Waits `ms`, or less if Ponder notifies a new block or the consumer stops. */
+  function nap(ms: number): Promise<void> {
+    if (nudged || stopping.signal.aborted) {
+      nudged = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener("abort", done);
+        endNap = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      stopping.signal.addEventListener("abort", done);
+      endNap = done;
+    });
+  }
+
+  function onNotification(): void {
+    if (endNap) endNap();
+    else nudged = true;
+  }
 
   async function cursor(db: Pick<Pool, "query">): Promise<[string, number]> {
     const { rows } = await db.query<{ block_number: string; log_index: number }>("SELECT block_number, log_index FROM chain_cursor WHERE name = $1", [indexerSchema]);
@@ -170,18 +213,23 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       while (running) {
         const { rows } = await lockClient.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [CONSUMER_LOCK]);
         if (rows[0]!.locked) break;
-        await sleep(2_000, undefined, { signal: wake.signal }).catch(() => undefined);
+        await nap(2_000);
       }
+      lockClient.on("notification", onNotification);
+      await lockClient.query(`LISTEN "${indexerNotifyChannel(indexerSchema)}"`);
       while (running) {
+        nudged = false;
         try {
           const consumed = await pollOnce();
           if (consumed > 0) continue;
         } catch (error) {
           logger.error({ err: error }, "escrow event consumer failed; retrying");
         }
-        await sleep(pollMs, undefined, { signal: wake.signal }).catch(() => undefined);
+        await nap(pollMs);
       }
     } finally {
+      lockClient.removeListener("notification", onNotification);
+      await lockClient.query("UNLISTEN *").catch(() => undefined);
       await lockClient.query("SELECT pg_advisory_unlock_all()").catch(() => undefined);
       lockClient.release();
     }
@@ -196,7 +244,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     },
     async stop() {
       running = false;
-      wake.abort();
+      stopping.abort();
       await loop;
     },
   };

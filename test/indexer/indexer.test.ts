@@ -38,6 +38,7 @@ import {
 import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/chain/indexer-process.ts";
 import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
 import type { LocalChain } from "../../src/chain/local-node.ts";
+import { indexerNotifyChannel } from "../../src/sync/escrow-events.ts";
 import { createTestDatabase } from "../support/database.ts";
 
 const SCHEMA = "ponder_indexer_test";
@@ -523,6 +524,44 @@ describe("escrow indexer", () => {
     assert.ok(head !== undefined && head.latestBlock >= BigInt(all[all.length - 1]!.block_number));
     assert.equal(head.latestBlock, await publicClient.getBlockNumber());
     assert.ok(head.finalizedBlock <= head.latestBlock);
+  });
+
+  it("notifies the commit of a block with escrow events on its channel, the block's rows then visible", async () => {
+    // The service's consumer sleeps until this notification instead of polling escrow_event.
+    const listener = new pg.Client({ connectionString: database.url });
+    await listener.connect();
+    try {
+      const notifications: string[] = [];
+      let notified: () => void = () => undefined;
+      listener.on("notification", (message) => {
+        notifications.push(message.payload ?? "");
+        notified();
+      });
+      await listener.query(`LISTEN "${indexerNotifyChannel(SCHEMA)}"`);
+      const { orderId } = await deposit(3n * USDC, 0);
+      const deadline = Date.now() + 15_000;
+      // Looks at the table only when a notification came, never on a timer of its own.
+      for (;;) {
+        const timeLeft = deadline - Date.now();
+        assert.ok(timeLeft > 0, `no notification showed the deposit; payloads: ${JSON.stringify(notifications)}`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, timeLeft);
+          notified = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        const rows = await queryEvents("WHERE order_id = $1", [orderId.toLowerCase()]);
+        if (rows.length === 0) continue;
+        assert.deepEqual(rows.map((row) => row.event_name), ["Deposited"]);
+        const head = await readIndexerHead(pool, SCHEMA);
+        assert.ok(head !== undefined && head.latestBlock >= BigInt(rows[0]!.block_number));
+        assert.ok(notifications.some((payload) => payload.includes("escrow_event")), JSON.stringify(notifications));
+        break;
+      }
+    } finally {
+      await listener.end();
+    }
   });
 
   it("names a schema per indexer build and deployment", async () => {

@@ -226,15 +226,15 @@ class DeliveryDispatcher {
     const taken = new Set(rows.map((row) => row.id));
     const rest = jobs.filter((job) => !taken.has(job.deliveryId));
     if (rest.length > 0) {
-      const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; held: boolean }>(
-        `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS held
+      const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; due: boolean }>(
+        `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
            FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
            JOIN webhook_deliveries d ON d.id = job.delivery_id
           WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
         [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
       );
-      const early = nextSteps.filter((step) => !step.held);
-      for (const step of nextSteps) if (step.held) busy.add(step.id);
+      const early = nextSteps.filter((step) => !step.due);
+      for (const step of nextSteps) if (step.due) busy.add(step.id);
       await enqueueAttempts(
         this.boss,
         tx,

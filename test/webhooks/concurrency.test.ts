@@ -143,3 +143,22 @@ test("a delivery claimed by a worker that died is sent again once its claim laps
   });
   assert.deepEqual(receiver.requests.map((r) => r.headers["x-webhook-id"]), [event.deliveryId]);
 });
+
+test("a backlog beyond what a process holds for a slow endpoint is handed back to the queue and still delivered once each", async () => {
+  const { receiver, orders } = await partnerWith(async () => {
+    await sleep(100);
+    return 200;
+  });
+  const all = await orders(100);
+  await emitAll(all);
+  await waitFor("a hundred answered", () => answered(receiver) === 100, 30_000);
+  assert.ok(receiver.maxInFlight() <= CAP);
+  const ids = receiver.requests.map((r) => String(r.headers["x-webhook-id"]));
+  assert.equal(new Set(ids).size, 100, "each delivery sent once");
+  // The part not held was given a new job for later: more jobs than deliveries.
+  const { rows } = await service.pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'deliveryId' = ANY($2::text[])",
+    [DELIVERY_QUEUE, ids],
+  );
+  assert.ok(rows[0]!.n > 100, `${rows[0]!.n} jobs for 100 deliveries`);
+});

@@ -38,6 +38,11 @@ export interface Config {
   webhookRetryDelaysSeconds: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivate: boolean;
+  /**
+   * WEBHOOK_CONCURRENCY_PER_ENDPOINT: attempts in flight at once to one partner's endpoint, per service
+   * instance, so a slow partner holds at most this many while every other partner is still served.
+   */
+  webhookConcurrencyPerEndpoint: number;
   /** Proxies in front of the service (0: none): the client address is that many hops from the right of X-Forwarded-For. */
   trustProxy: number;
   /** Unset in sandbox: the built-in simulator. */
@@ -184,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryDelaysSeconds,
     webhookTimeoutMs: integer(env, "WEBHOOK_TIMEOUT_MS", 10000, 1, 120000),
     webhookAllowPrivate: boolean(env, "WEBHOOK_ALLOW_PRIVATE", sandbox),
+    webhookConcurrencyPerEndpoint: integer(env, "WEBHOOK_CONCURRENCY_PER_ENDPOINT", 16, 1, 1000),
     trustProxy: proxyCount(env, "TRUST_PROXY"),
     banxicoSieUrl: url(env, "BANXICO_SIE_URL"),
     banxicoToken: text(env, "BANXICO_TOKEN"),

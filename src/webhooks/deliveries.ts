@@ -182,8 +182,9 @@ export async function getDeliveryDetail(db: Queryable, id: string): Promise<Deli
  * Operator redelivery: a new attempt series for the same delivery id and the same stored body. The
  * record starts over (attempts 0, PENDING, due now) and the first attempt of the series is enqueued in
  * the same transaction, with its audit entry when `audit` is given; `partnerId` limits it to one partner's
- * deliveries (another's is NOT_FOUND). An attempt in flight finishes first (its row lock is waited for); jobs left
- * from the previous series find themselves stale and do nothing.
+ * deliveries (another's is NOT_FOUND). An attempt of the previous series still on the wire is logged under
+ * its series when it ends and leaves the record alone; the new series' first attempt waits for its claim
+ * to be released. Jobs left from the previous series find themselves stale and do nothing.
  */
 export async function redeliver(
   pool: Pool,

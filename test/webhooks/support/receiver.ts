@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   receivedAt: number;
   /** When the receiver answered (undefined while held or never answered). */
   respondedAt?: number;
+  /** Which TCP connection it came on (1, 2, ... in the order the receiver accepted them). */
+  connection: number;
 }
 
 /** What to do with the nth request (0-based): a status to answer, or "hang" to never answer. */
@@ -18,12 +20,20 @@ export type Behaviour = (request: ReceivedRequest, index: number) => number | "h
 export interface TestReceiver {
   url: string;
   requests: ReceivedRequest[];
+  /** TCP connections accepted so far. */
+  connections(): number;
+  /** The most requests it held unanswered at one time. */
+  maxInFlight(): number;
   close(): Promise<void>;
 }
 
 /** A real HTTP endpoint on 127.0.0.1 that records every request it gets. */
 export async function startReceiver(behaviour: Behaviour = () => 200): Promise<TestReceiver> {
   const requests: ReceivedRequest[] = [];
+  const connectionIds = new WeakMap<object, number>();
+  let connections = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -34,21 +44,27 @@ export async function startReceiver(behaviour: Behaviour = () => 200): Promise<T
         headers: req.headers,
         rawBody: Buffer.concat(chunks).toString("utf8"),
         receivedAt: Date.now(),
+        connection: connectionIds.get(req.socket) ?? 0,
       };
       const index = requests.push(received) - 1;
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
       void Promise.resolve(behaviour(received, index)).then((answer) => {
         if (answer === "hang") return;
         const { status, headers } = typeof answer === "number" ? { status: answer, headers: {} } : answer;
         received.respondedAt = Date.now();
+        inFlight--;
         res.writeHead(status, headers).end();
       });
     });
   });
+  server.on("connection", (socket) => connectionIds.set(socket, ++connections));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/hooks/offramp`,
     requests,
+    connections: () => connections,
+    maxInFlight: () => maxInFlight,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -261,7 +261,7 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
   /** A stored transaction not yet settled: mined, pending, lost (rebroadcast), or its nonce taken (sign anew). */
   const settle = async (row: TransactionRow & { raw_tx: Hex; tx_hash: Hash }): Promise<SendOutcome> => {
     const account = accounts[ACTIONS[row.action].signer];
-    const tx: SignedTransaction = { id: row.id, raw: row.raw_tx, hash: row.tx_hash, nonce: BigInt(row.nonce ?? 0), from: row.from_address ?? account.address };
+    const tx: SignedTransaction = { id: row.id, raw: row.raw_tx, hash: row.tx_hash, nonce: BigInt(row.nonce ?? 0), from: row.from_address ?? (account.address.toLowerCase() as Address) };
     const outcome = await outcomeOf(tx, row.action);
     if (outcome !== "SENT" || (await knownToNode(tx.hash))) return outcome;
     const mined = BigInt(await client.getTransactionCount({ address: tx.from, blockTag: "latest" }));

@@ -1,7 +1,8 @@
 // One wallet's transactions, one at a time. A nonce is the wallet's count of transactions, so two sends
 // from one wallet that read it at the same moment sign the same nonce and one of them fails ("nonce too
-// low"). Every send from a wallet the service holds (the service signer, the arbiter, the sandbox
-// wallets) therefore runs its nonce read, signing and broadcast under that wallet's lock: a queue in this
+// low"). Every send from a sandbox wallet therefore runs its nonce read, signing and broadcast under
+// that wallet's lock (the service signer and the arbiter take their nonces from a counter in the
+// database instead, transaction-sender.ts, and only borrow this file's in-process queue): a queue in this
 // process, then a PostgreSQL advisory lock shared by every instance on the database (decisions sections
 // 13 and 14: sandbox helpers called for many orders at once, several instances on one chain). The lock
 // is held only until the node has taken the transaction (its pending count then includes it), not while

@@ -60,7 +60,9 @@ const QUEUE_OPTIONS = {
   // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
   [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90, notify: true },
+  // One attempt signs and broadcasts without waiting for the receipt (seconds at most): a worker killed
+  // mid-attempt is retried within half a minute.
+  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 30, notify: true },
   // Each attempt is one receipt lookup (and a rebroadcast when the node lost the transaction). Not
   // mined yet is a retry: every second at first, then at most every 30 s.
   [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60 },

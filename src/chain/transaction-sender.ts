@@ -72,6 +72,16 @@ interface SignedTransaction {
   from: Address;
 }
 
+/** A checked request waiting for its nonce and signature. */
+interface SigningRequest {
+  id: string;
+  call: { to: Address; data: Hex; gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+  /** The signer's pending transaction count on chain, read just before. */
+  chainPending: number;
+  replacing: Hash | null;
+  settle(result: { ok: true; stored: { tx: SignedTransaction; broadcast: Promise<void> } | undefined } | { ok: false; error: unknown }): void;
+}
+
 /**
  * Sends each recorded transaction exactly once, many at a time per signer. The nonce comes from the
  * signer's counter in PostgreSQL (chain_signers), taken under its row lock in the transaction that
@@ -194,40 +204,85 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
   const broadcastInTurn = (tx: SignedTransaction) => inProcessTurn(`broadcast:${tx.from.toLowerCase()}`, () => broadcast(tx));
 
   /**
-   * Takes `account`'s next nonce and stores the action's signed bytes under it, in one transaction,
-   * provided the row still holds `replacing` (null: never signed; else the hash whose nonce the chain
-   * consumed). The counter moves past the chain's pending count when something else used the signer.
-   * Returns undefined when another sender got there first.
+   * Takes the signer's next nonces and stores each action's signed bytes under one, in one transaction
+   * per group: requests that arrive while a group is being stored wait and go together in the next
+   * (a group commit), so the counter's row lock is taken once per group, not per transaction. A request
+   * is stored only if its row still holds `replacing` (null: never signed; else the hash whose nonce
+   * the chain consumed); one that lost to another sender resolves undefined and takes no nonce. The
+   * counter moves past the chain's pending count when something else used the signer. The broadcasts
+   * are queued in nonce order as the group commits.
    */
-  const signAndStore = async (
-    id: string,
-    account: PrivateKeyAccount,
-    request: { to: Address; data: Hex; gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
-    chainPending: number,
-    replacing: Hash | null,
-  ): Promise<SignedTransaction | undefined> => {
+  const waiting = new Map<Address, SigningRequest[]>();
+  const storing = new Set<Address>();
+
+  const storeGroup = async (from: Address, account: PrivateKeyAccount, group: SigningRequest[]): Promise<(SignedTransaction | undefined)[]> =>
+    withTransaction(pool, async (db) => {
+      const { rows: current } = await db.query<{ id: string; tx_hash: Hash | null }>(
+        "SELECT id, tx_hash FROM chain_transactions WHERE id = ANY($1) AND status IN ('PENDING', 'SENT') ORDER BY id FOR UPDATE",
+        [group.map((request) => request.id)],
+      );
+      const holding = new Map(current.map((row) => [row.id, row.tx_hash]));
+      const eligible = group.map((request) => {
+        const ok = holding.has(request.id) && holding.get(request.id) === request.replacing;
+        holding.delete(request.id); // the same row twice in a group: only the first is signed
+        return ok;
+      });
+      const count = eligible.filter(Boolean).length;
+      if (count === 0) return group.map(() => undefined);
+      const chainPending = Math.max(...group.map((request) => request.chainPending));
+      const { rows } = await db.query<{ first: string }>(
+        `INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2::bigint + $3)
+         ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2::bigint) + $3, updated_at = now()
+         RETURNING next_nonce - $3 AS first`,
+        [from, chainPending, count],
+      );
+      let nonce = BigInt(rows[0]!.first);
+      const signed: (SignedTransaction | undefined)[] = [];
+      for (const [index, request] of group.entries()) {
+        if (!eligible[index]) {
+          signed.push(undefined);
+          continue;
+        }
+        const raw = await account.signTransaction({ ...request.call, nonce: Number(nonce), chainId: gateway.chain.id, type: "eip1559" });
+        signed.push({ id: request.id, raw, hash: keccak256(raw), nonce, from });
+        nonce += 1n;
+      }
+      const stored = signed.filter((tx): tx is SignedTransaction => tx !== undefined);
+      await db.query(
+        `UPDATE chain_transactions t SET raw_tx = v.raw, tx_hash = v.hash, nonce = v.nonce, from_address = $5, status = 'SENT', updated_at = now()
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS v (id, raw, hash, nonce) WHERE t.id = v.id`,
+        [stored.map((tx) => tx.id), stored.map((tx) => tx.raw), stored.map((tx) => tx.hash), stored.map((tx) => tx.nonce.toString()), from],
+      );
+      return signed;
+    });
+
+  const storeWaiting = async (from: Address, account: PrivateKeyAccount): Promise<void> => {
+    storing.add(from);
+    try {
+      for (let group = waiting.get(from); group?.length; group = waiting.get(from)) {
+        waiting.delete(from);
+        try {
+          const signed = await storeGroup(from, account, group);
+          for (const [index, request] of group.entries()) {
+            const tx = signed[index];
+            request.settle({ ok: true, stored: tx && { tx, broadcast: broadcastInTurn(tx) } });
+          }
+        } catch (error) {
+          for (const request of group) request.settle({ ok: false, error });
+        }
+      }
+    } finally {
+      storing.delete(from);
+    }
+  };
+
+  const signAndStore = (account: PrivateKeyAccount, request: Omit<SigningRequest, "settle">): Promise<{ tx: SignedTransaction; broadcast: Promise<void> } | undefined> => {
     const from = account.address.toLowerCase() as Address;
-    return withTransaction(pool, async (db) => {
-      const { rows } = await db.query<{ nonce: string }>(
-        `INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2::bigint + 1)
-         ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2::bigint) + 1, updated_at = now()
-         RETURNING next_nonce - 1 AS nonce`,
-        [from, chainPending],
-      );
-      const nonce = BigInt(rows[0]!.nonce);
-      const raw = await account.signTransaction({ ...request, nonce: Number(nonce), chainId: gateway.chain.id, type: "eip1559" });
-      const hash = keccak256(raw);
-      const stored = await db.query(
-        `UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, from_address = $5, status = 'SENT', updated_at = now()
-          WHERE id = $1 AND status IN ('PENDING', 'SENT') AND tx_hash IS NOT DISTINCT FROM $6`,
-        [id, raw, hash, nonce.toString(), from, replacing],
-      );
-      // Nothing signed here may be kept: the nonce goes back with the rollback.
-      if (stored.rowCount !== 1) throw new AlreadyTaken();
-      return { id, raw, hash, nonce, from };
-    }).catch((error: unknown) => {
-      if (error instanceof AlreadyTaken) return undefined;
-      throw error;
+    return new Promise((resolve, reject) => {
+      const queue = waiting.get(from) ?? [];
+      queue.push({ ...request, settle: (result) => (result.ok ? resolve(result.stored) : reject(result.error)) });
+      waiting.set(from, queue);
+      if (!storing.has(from)) void storeWaiting(from, account);
     });
   };
 
@@ -252,10 +307,11 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     }
     const fees = await client.estimateFeesPerGas({ chain: gateway.chain });
     const chainPending = await client.getTransactionCount({ address: account.address, blockTag: "pending" });
-    const signed = await signAndStore(row.id, account, { to, data, gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }, chainPending, replacing);
+    const call = { to, data, gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+    const signed = await signAndStore(account, { id: row.id, call, chainPending, replacing });
     if (!signed) return step(row.id);
-    await broadcastInTurn(signed);
-    return outcomeOf(signed, row.action);
+    await signed.broadcast;
+    return outcomeOf(signed.tx, row.action);
   };
 
   /** A stored transaction not yet settled: mined, pending, lost (rebroadcast), or its nonce taken (sign anew). */
@@ -286,8 +342,5 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
 
   return { process: step };
 }
-
-/** Another sender stored a transaction for the row first. */
-class AlreadyTaken extends Error {}
 
 export type TransactionSender = ReturnType<typeof createTransactionSender>;

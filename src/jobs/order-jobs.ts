@@ -177,7 +177,8 @@ export async function startOrderWorkers(deps: {
           }
         }),
       );
-    const workOptions = { batchSize: 25, localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, perJobResults: true } as const;
+    // A full batch is followed by the next fetch at once rather than after the polling interval.
+    const workOptions = { batchSize: 25, localConcurrency: 2, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, perJobResults: true } as const;
     await boss.work<ChainSendJob>(
       CHAIN_SEND_QUEUE,
       workOptions,

@@ -61,6 +61,28 @@ async function strangerSend(nonce?: number): Promise<Hash> {
   return wallet.sendTransaction({ to: gateway.service.address, value: 0n, ...(nonce !== undefined ? { nonce } : {}) });
 }
 
+/**
+ * What a crash right after storing leaves for request `id`: the counter past `nonce`, the cancel's
+ * signed bytes stored under it, nothing broadcast. Returns the bytes.
+ */
+async function storedNotBroadcast(id: string, escrowOrderId: Hex, nonce: number): Promise<Hex> {
+  const wallet = gateway.walletClient(gateway.service);
+  const prepared = await wallet.prepareTransactionRequest({
+    to: stack.chainSettings.escrowAddress,
+    data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [escrowOrderId] }),
+    nonce,
+    chain: gateway.chain,
+  });
+  const raw = await wallet.signTransaction(prepared);
+  const signer = gateway.service.address.toLowerCase();
+  await stack.service.pool.query(
+    "INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2) ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2)",
+    [signer, nonce + 1],
+  );
+  await stack.service.pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, from_address = $5, status = 'SENT' WHERE id = $1", [id, raw, keccak256(raw), nonce, signer]);
+  return raw;
+}
+
 before(async () => {
   stack = await startTradeStack();
   gateway = createEscrowGateway(stack.chainSettings);
@@ -125,23 +147,7 @@ describe("the service signer's transactions", () => {
     const before = await minedCount();
     const ida = await request(a!.id);
     const idb = await request(b!.id);
-    // What a crash right after storing leaves: the counter moved, the signed bytes stored, nothing broadcast.
-    const wallet = gateway.walletClient(gateway.service);
-    const prepared = await wallet.prepareTransactionRequest({
-      to: stack.chainSettings.escrowAddress,
-      data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [a!.escrowOrderId] }),
-      nonce: before,
-      chain: gateway.chain,
-    });
-    const raw = await wallet.signTransaction(prepared);
-    await stack.service.pool.query("UPDATE chain_signers SET next_nonce = $2 WHERE address = $1", [gateway.service.address.toLowerCase(), before + 1]);
-    await stack.service.pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, from_address = $5, status = 'SENT' WHERE id = $1", [
-      ida,
-      raw,
-      keccak256(raw),
-      before,
-      gateway.service.address.toLowerCase(),
-    ]);
+    const raw = await storedNotBroadcast(ida, a!.escrowOrderId, before);
 
     assert.equal(await settle(idb), "MINED");
     assert.equal(await settle(ida), "MINED");
@@ -167,22 +173,7 @@ describe("the service signer's transactions", () => {
     const [order] = take(1);
     const before = await minedCount();
     const id = await request(order!.id);
-    const wallet = gateway.walletClient(gateway.service);
-    const prepared = await wallet.prepareTransactionRequest({
-      to: stack.chainSettings.escrowAddress,
-      data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [order!.escrowOrderId] }),
-      nonce: before,
-      chain: gateway.chain,
-    });
-    const raw = await wallet.signTransaction(prepared);
-    await stack.service.pool.query("UPDATE chain_signers SET next_nonce = $2 WHERE address = $1", [gateway.service.address.toLowerCase(), before + 1]);
-    await stack.service.pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, from_address = $5, status = 'SENT' WHERE id = $1", [
-      id,
-      raw,
-      keccak256(raw),
-      before,
-      gateway.service.address.toLowerCase(),
-    ]);
+    const raw = await storedNotBroadcast(id, order!.escrowOrderId, before);
     // Before the stored bytes reach the node, something else takes their nonce.
     await strangerSend(before);
 

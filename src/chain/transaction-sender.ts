@@ -1,11 +1,11 @@
-import { BaseError, ContractFunctionRevertedError, encodeFunctionData, keccak256, type Hash, type Hex } from "viem";
+import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, TransactionReceiptNotFoundError, encodeFunctionData, keccak256, type Address, type Hash, type Hex, type TransactionReceipt } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { Pool, Queryable } from "../db/pool.ts";
+import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { Logger } from "../logger.ts";
 import { disputeOutcome, escrowAbi } from "./escrow-abi.ts";
 import type { EscrowGateway, EscrowStatus } from "./escrow-gateway.ts";
-import { withSignerLock } from "./wallet-sends.ts";
+import { broadcastRefusal, inProcessTurn } from "./wallet-sends.ts";
 
 /** The escrow calls the service makes, who signs each, and the on-chain status each requires. */
 const ACTIONS = {
@@ -34,15 +34,20 @@ interface TransactionRow {
   tx_hash: Hash | null;
   raw_tx: Hex | null;
   nonce: string | null;
+  from_address: Address | null;
   status: "PENDING" | "SENT" | "MINED" | "REVERTED" | "SKIPPED";
   escrow_order_id: Hex;
   cep_hash: Hex | null;
 }
 
-export type SendOutcome = "MINED" | "REVERTED" | "SKIPPED";
+/** Where a request stands after a step: SENT is broadcast and not mined yet (look again later). */
+export type SendOutcome = "SENT" | "MINED" | "REVERTED" | "SKIPPED";
 
 /** A revert that may pass later (a deadline not reached yet): the job is retried. */
 export class TransactionNotYetPossibleError extends Error {}
+
+/** Broadcast and not mined yet: the confirmation is retried. */
+export class TransactionNotYetMinedError extends Error {}
 
 /**
  * Records a transaction the service must send, in the caller's transaction: the order transition and
@@ -58,20 +63,47 @@ export async function recordTransactionRequest(tx: Queryable, request: Transacti
   return rows[0]?.id;
 }
 
+/** A signed transaction as stored: what the node must have, in its signer's nonce order. */
+interface SignedTransaction {
+  id: string;
+  raw: Hex;
+  hash: Hash;
+  nonce: bigint;
+  from: Address;
+}
+
+/** A checked request waiting for its nonce and signature. */
+interface SigningRequest {
+  id: string;
+  call: { to: Address; data: Hex; gas: bigint; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+  /** The signer's pending transaction count on chain, read just before. */
+  chainPending: number;
+  replacing: Hash | null;
+  settle(result: { ok: true; stored: { tx: SignedTransaction; broadcast: Promise<void> } | undefined } | { ok: false; error: unknown }): void;
+}
+
 /**
- * Sends each recorded transaction exactly once. The signed bytes and hash are stored before they are
- * broadcast; a retry after a crash looks the hash up on chain and rebroadcasts the same bytes, and
- * signs anew only when the chain shows that nonce consumed by another transaction (so the stored bytes
- * can never be mined). Before signing, the escrow's on-chain status is checked: an order the chain has
- * already moved (refunded by someone else, released, disputed) is SKIPPED, not sent.
+ * Sends each recorded transaction exactly once, many at a time per signer. The nonce comes from the
+ * signer's counter in PostgreSQL (chain_signers), taken under its row lock in the transaction that
+ * stores the signed bytes: one action, one nonce, one stored transaction, across instances. The bytes
+ * are broadcast after that commit without waiting for the receipt (in nonce order within a process);
+ * `process` is then called again (the confirmation job) until the receipt settles the row.
+ *
+ * After a crash or a dropped transaction, the same bytes are rebroadcast, with every stored transaction
+ * of that signer the node lacks below it (a node that cannot queue a nonce gap, like Hardhat's automine,
+ * refuses the later ones until the gap is filled). A new nonce is signed for an action only when the
+ * chain shows its nonce consumed by another transaction, so the stored bytes can never be mined. Before
+ * signing, the escrow's on-chain status is checked: an order the chain has already moved (refunded by
+ * someone else, released, disputed) is SKIPPED, not sent.
  */
-export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGateway; logger: Logger; receiptTimeoutMs?: number }) {
+export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGateway; logger: Logger }) {
   const { pool, gateway, logger } = deps;
   const accounts: Record<"service" | "arbiter", PrivateKeyAccount> = { service: gateway.service, arbiter: gateway.arbiter };
+  const client = gateway.publicClient;
 
   const load = async (id: string): Promise<TransactionRow> => {
     const { rows } = await pool.query<TransactionRow>(
-      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.status, o.escrow_order_id, o.cep_hash
+      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, o.escrow_order_id, o.cep_hash
          FROM chain_transactions t JOIN orders o ON o.id = t.order_id WHERE t.id = $1`,
       [id],
     );
@@ -79,9 +111,14 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     return rows[0];
   };
 
-  const finish = async (id: string, status: SendOutcome, error?: string): Promise<SendOutcome> => {
-    await pool.query("UPDATE chain_transactions SET status = $2, error = $3, updated_at = now() WHERE id = $1", [id, status, error ?? null]);
-    return status;
+  /** Records the outcome of the transaction `hash` (or, for SKIPPED, of a row never signed); false when the row has moved on. */
+  const finish = async (id: string, hash: Hash | null, status: Exclude<SendOutcome, "SENT">, error?: string): Promise<boolean> => {
+    const { rowCount } = await pool.query(
+      `UPDATE chain_transactions SET status = $3, error = $4, updated_at = now()
+        WHERE id = $1 AND status IN ('PENDING', 'SENT') AND tx_hash IS NOT DISTINCT FROM $2`,
+      [id, hash, status, error ?? null],
+    );
+    return rowCount === 1;
   };
 
   const calldata = (row: TransactionRow): Hex => {
@@ -100,67 +137,210 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     }
   };
 
-  const onChain = async (hash: Hash) => {
-    const receipt = await gateway.publicClient.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (receipt) return { receipt } as const;
-    const pending = await gateway.publicClient.getTransaction({ hash }).catch(() => undefined);
-    return { pending: pending !== undefined } as const;
+  // Only "not found" means absent: any other failure to read the chain is thrown, never taken for a
+  // lost transaction (which would sign the action anew).
+  const receiptOf = (hash: Hash): Promise<TransactionReceipt | undefined> =>
+    client.getTransactionReceipt({ hash }).catch((error: unknown) => {
+      if (error instanceof TransactionReceiptNotFoundError) return undefined;
+      throw error;
+    });
+  const knownToNode = (hash: Hash): Promise<boolean> =>
+    client.getTransaction({ hash }).then(
+      () => true,
+      (error: unknown) => {
+        if (error instanceof TransactionNotFoundError) return false;
+        throw error;
+      },
+    );
+
+  /** Settles the row from its receipt, or reports it still SENT. */
+  const outcomeOf = async (tx: SignedTransaction, action: EscrowAction): Promise<SendOutcome> => {
+    const receipt = await receiptOf(tx.hash);
+    if (!receipt) return "SENT";
+    const status = receipt.status === "success" ? "MINED" : "REVERTED";
+    await finish(tx.id, tx.hash, status, status === "REVERTED" ? "reverted on chain" : undefined);
+    logger.info({ txId: tx.id, action, txHash: tx.hash, nonce: tx.nonce.toString(), status }, "escrow transaction mined");
+    return status;
   };
 
-  const signAndBroadcast = async (row: TransactionRow, account: PrivateKeyAccount): Promise<Hash | "SKIPPED"> => {
+  /**
+   * Every stored, unsettled transaction of `from` from the chain's mined count up to `below` (exclusive),
+   * broadcast again in nonce order: the node takes a nonce only once the ones before it are there.
+   */
+  const fillGap = async (from: Address, below: bigint): Promise<void> => {
+    const mined = BigInt(await client.getTransactionCount({ address: from, blockTag: "latest" }));
+    if (mined >= below) return;
+    const { rows } = await pool.query<{ raw_tx: Hex; nonce: string }>(
+      "SELECT raw_tx, nonce FROM chain_transactions WHERE from_address = $1 AND nonce >= $2 AND nonce < $3 AND status = 'SENT' ORDER BY nonce",
+      [from, mined.toString(), below.toString()],
+    );
+    for (const row of rows) {
+      await client.sendRawTransaction({ serializedTransaction: row.raw_tx }).catch((error: unknown) => {
+        if (broadcastRefusal(error) === "other") logger.warn({ err: error, from, nonce: row.nonce }, "gap fill: rebroadcast refused");
+      });
+    }
+  };
+
+  /**
+   * Hands the stored bytes to the node. "Known" and "nonce too low" are not failures here: the receipt
+   * (or its absence with the nonce consumed) decides. A gap below is filled from the stored rows, then
+   * the bytes are sent once more.
+   */
+  const broadcast = async (tx: SignedTransaction): Promise<void> => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await client.sendRawTransaction({ serializedTransaction: tx.raw });
+        return;
+      } catch (error) {
+        const refusal = broadcastRefusal(error);
+        if (refusal === "known" || refusal === "nonce-too-low") return;
+        if (refusal !== "nonce-too-high" || attempt > 1) throw error;
+        await fillGap(tx.from, tx.nonce);
+      }
+    }
+  };
+
+  /** Broadcasts of one signer leave this process in the order their nonces were taken. */
+  const broadcastInTurn = (tx: SignedTransaction) => inProcessTurn(`broadcast:${tx.from.toLowerCase()}`, () => broadcast(tx));
+
+  /**
+   * Takes the signer's next nonces and stores each action's signed bytes under one, in one transaction
+   * per group: requests that arrive while a group is being stored wait and go together in the next
+   * (a group commit), so the counter's row lock is taken once per group, not per transaction. A request
+   * is stored only if its row still holds `replacing` (null: never signed; else the hash whose nonce
+   * the chain consumed); one that lost to another sender resolves undefined and takes no nonce. The
+   * counter moves past the chain's pending count when something else used the signer. The broadcasts
+   * are queued in nonce order as the group commits.
+   */
+  const waiting = new Map<Address, SigningRequest[]>();
+  const storing = new Set<Address>();
+
+  const storeGroup = async (from: Address, account: PrivateKeyAccount, group: SigningRequest[]): Promise<(SignedTransaction | undefined)[]> =>
+    withTransaction(pool, async (db) => {
+      const { rows: current } = await db.query<{ id: string; tx_hash: Hash | null }>(
+        "SELECT id, tx_hash FROM chain_transactions WHERE id = ANY($1) AND status IN ('PENDING', 'SENT') ORDER BY id FOR UPDATE",
+        [group.map((request) => request.id)],
+      );
+      const holding = new Map(current.map((row) => [row.id, row.tx_hash]));
+      const eligible = group.map((request) => {
+        const ok = holding.has(request.id) && holding.get(request.id) === request.replacing;
+        holding.delete(request.id); // the same row twice in a group: only the first is signed
+        return ok;
+      });
+      const count = eligible.filter(Boolean).length;
+      if (count === 0) return group.map(() => undefined);
+      const chainPending = Math.max(...group.map((request) => request.chainPending));
+      const { rows } = await db.query<{ first: string }>(
+        `INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2::bigint + $3)
+         ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2::bigint) + $3, updated_at = now()
+         RETURNING next_nonce - $3 AS first`,
+        [from, chainPending, count],
+      );
+      let nonce = BigInt(rows[0]!.first);
+      const signed: (SignedTransaction | undefined)[] = [];
+      for (const [index, request] of group.entries()) {
+        if (!eligible[index]) {
+          signed.push(undefined);
+          continue;
+        }
+        const raw = await account.signTransaction({ ...request.call, nonce: Number(nonce), chainId: gateway.chain.id, type: "eip1559" });
+        signed.push({ id: request.id, raw, hash: keccak256(raw), nonce, from });
+        nonce += 1n;
+      }
+      const stored = signed.filter((tx): tx is SignedTransaction => tx !== undefined);
+      await db.query(
+        `UPDATE chain_transactions t SET raw_tx = v.raw, tx_hash = v.hash, nonce = v.nonce, from_address = $5, status = 'SENT', updated_at = now()
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS v (id, raw, hash, nonce) WHERE t.id = v.id`,
+        [stored.map((tx) => tx.id), stored.map((tx) => tx.raw), stored.map((tx) => tx.hash), stored.map((tx) => tx.nonce.toString()), from],
+      );
+      return signed;
+    });
+
+  const storeWaiting = async (from: Address, account: PrivateKeyAccount): Promise<void> => {
+    storing.add(from);
+    try {
+      for (let group = waiting.get(from); group?.length; group = waiting.get(from)) {
+        waiting.delete(from);
+        try {
+          const signed = await storeGroup(from, account, group);
+          for (const [index, request] of group.entries()) {
+            const tx = signed[index];
+            request.settle({ ok: true, stored: tx && { tx, broadcast: broadcastInTurn(tx) } });
+          }
+        } catch (error) {
+          for (const request of group) request.settle({ ok: false, error });
+        }
+      }
+    } finally {
+      storing.delete(from);
+    }
+  };
+
+  const signAndStore = (account: PrivateKeyAccount, request: Omit<SigningRequest, "settle">): Promise<{ tx: SignedTransaction; broadcast: Promise<void> } | undefined> => {
+    const from = account.address.toLowerCase() as Address;
+    return new Promise((resolve, reject) => {
+      const queue = waiting.get(from) ?? [];
+      queue.push({ ...request, settle: (result) => (result.ok ? resolve(result.stored) : reject(result.error)) });
+      waiting.set(from, queue);
+      if (!storing.has(from)) void storeWaiting(from, account);
+    });
+  };
+
+  /** Checks, signs under a fresh nonce, stores, broadcasts and looks for the receipt once. */
+  const sendNew = async (row: TransactionRow, replacing: Hash | null): Promise<SendOutcome> => {
+    const account = accounts[ACTIONS[row.action].signer];
     const status = await gateway.escrowStatus(row.escrow_order_id);
-    if (status !== ACTIONS[row.action].requires) return "SKIPPED";
+    if (status !== ACTIONS[row.action].requires) {
+      if (await finish(row.id, replacing, "SKIPPED", "the escrow is no longer in the state this action needs")) return "SKIPPED";
+      return step(row.id);
+    }
     const data = calldata(row);
     const to = gateway.settings.escrowAddress;
+    let gas: bigint;
     try {
       // Against the pending block: on an idle chain the latest block's timestamp may predate a deadline
-      // the next block will have passed.
-      await gateway.publicClient.call({ account: account.address, to, data, blockTag: "pending" });
+      // the next block will have passed. The estimate is also the revert check.
+      gas = await client.estimateGas({ account: account.address, to, data, blockTag: "pending" });
     } catch (error) {
       const revert = error instanceof BaseError ? error.walk((e) => e instanceof ContractFunctionRevertedError) : undefined;
       throw new TransactionNotYetPossibleError(`${row.action} would revert: ${(revert as Error | undefined)?.message ?? (error as Error).message}`);
     }
-    const wallet = gateway.walletClient(account);
-    const nonce = await gateway.publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
-    const request = await wallet.prepareTransactionRequest({ to, data, nonce, chain: gateway.chain });
-    const raw = await wallet.signTransaction(request);
-    const hash = keccak256(raw);
-    await pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, status = 'SENT', updated_at = now() WHERE id = $1", [row.id, raw, hash, nonce]);
-    await gateway.publicClient.sendRawTransaction({ serializedTransaction: raw });
-    return hash;
+    const fees = await client.estimateFeesPerGas({ chain: gateway.chain });
+    const chainPending = await client.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const call = { to, data, gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+    const signed = await signAndStore(account, { id: row.id, call, chainPending, replacing });
+    if (!signed) return step(row.id);
+    await signed.broadcast;
+    return outcomeOf(signed.tx, row.action);
   };
 
-  return {
-    async process(id: string): Promise<SendOutcome> {
-      const first = await load(id);
-      if (first.status === "MINED" || first.status === "REVERTED" || first.status === "SKIPPED") return first.status;
-      const account = accounts[ACTIONS[first.action].signer];
-
-      // One sender per signer at a time (src/chain/wallet-sends.ts), so nonces never collide across instances.
-      const hash = await withSignerLock(pool, account.address, async (): Promise<Hash | "SKIPPED"> => {
-        const row = await load(id);
-        if (row.tx_hash && row.raw_tx) {
-          const seen = await onChain(row.tx_hash);
-          if ("receipt" in seen && seen.receipt) return row.tx_hash;
-          if (seen.pending) return row.tx_hash;
-          const mined = await gateway.publicClient.getTransactionCount({ address: account.address, blockTag: "latest" });
-          if (BigInt(row.nonce ?? 0) >= BigInt(mined)) {
-            // Never seen by this node (a crash before the broadcast, or a dropped transaction): the same bytes again.
-            await gateway.publicClient.sendRawTransaction({ serializedTransaction: row.raw_tx }).catch((error: Error) => {
-              logger.warn({ err: error, txHash: row.tx_hash }, "rebroadcast refused");
-            });
-            return row.tx_hash;
-          }
-          logger.warn({ txId: id, nonce: row.nonce }, "stored transaction can no longer be mined (nonce consumed); signing anew");
-        }
-        return signAndBroadcast(row, account);
-      });
-      if (hash === "SKIPPED") return finish(id, "SKIPPED", "the escrow is no longer in the state this action needs");
-      const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: deps.receiptTimeoutMs ?? 60_000 });
-      logger.info({ txId: id, action: first.action, txHash: hash, status: receipt.status }, "escrow transaction mined");
-      return finish(id, receipt.status === "success" ? "MINED" : "REVERTED", receipt.status === "success" ? undefined : "reverted on chain");
-    },
+  /** A stored transaction not yet settled: mined, pending, lost (rebroadcast), or its nonce taken (sign anew). */
+  const settle = async (row: TransactionRow & { raw_tx: Hex; tx_hash: Hash }): Promise<SendOutcome> => {
+    const account = accounts[ACTIONS[row.action].signer];
+    const tx: SignedTransaction = { id: row.id, raw: row.raw_tx, hash: row.tx_hash, nonce: BigInt(row.nonce ?? 0), from: row.from_address ?? (account.address.toLowerCase() as Address) };
+    const outcome = await outcomeOf(tx, row.action);
+    if (outcome !== "SENT" || (await knownToNode(tx.hash))) return outcome;
+    const mined = BigInt(await client.getTransactionCount({ address: tx.from, blockTag: "latest" }));
+    if (tx.nonce >= mined) {
+      // Never seen by this node (a crash before the broadcast, or a dropped transaction): the same bytes again.
+      await broadcastInTurn(tx);
+      return outcomeOf(tx, row.action);
+    }
+    // Read after the nonce count: a receipt that appeared in between is still found.
+    if (await receiptOf(tx.hash)) return outcomeOf(tx, row.action);
+    logger.warn({ txId: row.id, nonce: row.nonce }, "stored transaction can no longer be mined (nonce consumed); signing anew");
+    return sendNew(row, tx.hash);
   };
+
+  /** Moves the request one step on; idempotent, so a retried or duplicated job does no harm. */
+  const step = async (id: string): Promise<SendOutcome> => {
+    const row = await load(id);
+    if (row.status === "MINED" || row.status === "REVERTED" || row.status === "SKIPPED") return row.status;
+    if (row.raw_tx && row.tx_hash) return settle({ ...row, raw_tx: row.raw_tx, tx_hash: row.tx_hash });
+    return sendNew(row, null);
+  };
+
+  return { process: step };
 }
 
 export type TransactionSender = ReturnType<typeof createTransactionSender>;

@@ -1,7 +1,8 @@
 // One wallet's transactions, one at a time. A nonce is the wallet's count of transactions, so two sends
 // from one wallet that read it at the same moment sign the same nonce and one of them fails ("nonce too
-// low"). Every send from a wallet the service holds (the service signer, the arbiter, the sandbox
-// wallets) therefore runs its nonce read, signing and broadcast under that wallet's lock: a queue in this
+// low"). Every send from a sandbox wallet therefore runs its nonce read, signing and broadcast under
+// that wallet's lock (the service signer and the arbiter take their nonces from a counter in the
+// database instead, transaction-sender.ts, and only borrow this file's in-process queue): a queue in this
 // process, then a PostgreSQL advisory lock shared by every instance on the database (decisions sections
 // 13 and 14: sandbox helpers called for many orders at once, several instances on one chain). The lock
 // is held only until the node has taken the transaction (its pending count then includes it), not while
@@ -14,7 +15,7 @@ import type { EscrowGateway } from "./escrow-gateway.ts";
 const queues = new Map<string, Promise<unknown>>();
 
 /** Runs `work` after every earlier call for `key` in this process has finished. */
-function inProcessTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
+export function inProcessTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
   const previous = queues.get(key) ?? Promise.resolve();
   const run = previous.then(work, work);
   const settled = run.then(
@@ -49,10 +50,21 @@ export function withSignerLock<T>(pool: Pool, address: Address, work: () => Prom
   });
 }
 
+/** Why a node refused a signed transaction, as far as nonces go. */
+export type BroadcastRefusal = "known" | "nonce-too-low" | "nonce-too-high" | "other";
+
+export function broadcastRefusal(error: unknown): BroadcastRefusal {
+  const text = error instanceof BaseError ? `${error.shortMessage} ${error.details ?? ""}` : String((error as Error)?.message ?? error);
+  if (/already known|known transaction/i.test(text)) return "known";
+  if (/nonce too high|nonce.*gap/i.test(text)) return "nonce-too-high";
+  if (/nonce too low|nonce has already been used|replacement transaction underpriced|nonce.*(taken|conflict)/i.test(text)) return "nonce-too-low";
+  return "other";
+}
+
 /** The node refused the transaction because its nonce is taken (a sender outside these locks). */
 function isNonceConflict(error: unknown): boolean {
-  const text = error instanceof BaseError ? `${error.shortMessage} ${error.details ?? ""}` : String((error as Error)?.message ?? error);
-  return /nonce too low|nonce has already been used|already known|replacement transaction underpriced|nonce.*(taken|conflict)/i.test(text);
+  const refusal = broadcastRefusal(error);
+  return refusal === "known" || refusal === "nonce-too-low";
 }
 
 export interface WalletCall {

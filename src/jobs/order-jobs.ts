@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import type { EscrowStatus } from "../chain/escrow-gateway.ts";
-import { TransactionNotYetPossibleError, recordTransactionRequest, type TransactionSender } from "../chain/transaction-sender.ts";
+import { TransactionNotYetMinedError, TransactionNotYetPossibleError, recordTransactionRequest, type TransactionSender } from "../chain/transaction-sender.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { TimerKind } from "../orders/machine.ts";
@@ -10,6 +10,8 @@ import { inTransaction, type PgBoss } from "./boss.ts";
 
 export const ORDER_TIMER_QUEUE = "orders.timer";
 export const CHAIN_SEND_QUEUE = "chain.send";
+/** A broadcast transaction looked at again until its receipt settles it. */
+export const CHAIN_CONFIRM_QUEUE = "chain.confirm";
 export const PAYMENT_VERIFY_QUEUE = "payments.verify";
 
 interface TimerJob {
@@ -58,7 +60,12 @@ const QUEUE_OPTIONS = {
   // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
   [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90, notify: true },
+  // One attempt signs and broadcasts without waiting for the receipt (seconds at most): a worker killed
+  // mid-attempt is retried within half a minute.
+  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 30, notify: true },
+  // Each attempt is one receipt lookup (and a rebroadcast when the node lost the transaction). Not
+  // mined yet is a retry: every second at first, then at most every 30 s.
+  [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60 },
   // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
   [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
 };
@@ -155,14 +162,42 @@ export async function startOrderWorkers(deps: {
   });
   const sender = deps.sender;
   if (sender) {
-    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, async ([job]) => {
-      try {
-        const outcome = await sender.process(job!.data.transactionId);
-        logger.info({ transactionId: job!.data.transactionId, outcome }, "escrow transaction settled");
-      } catch (error) {
-        if (error instanceof TransactionNotYetPossibleError) logger.info({ transactionId: job!.data.transactionId, reason: error.message }, "escrow transaction deferred");
-        throw error;
-      }
-    });
+    // Many requests at once: each worker fetches a batch and sends its transactions concurrently (the
+    // sender orders nonces and broadcasts), each job settled on its own.
+    const settleEach = (handle: (job: ChainSendJob) => Promise<void>) => async (jobs: { id: string; data: ChainSendJob }[]) =>
+      Promise.all(
+        jobs.map(async (job) => {
+          try {
+            await handle(job.data);
+            return { id: job.id, status: "completed" as const };
+          } catch (error) {
+            if (error instanceof TransactionNotYetPossibleError) logger.info({ transactionId: job.data.transactionId, reason: error.message }, "escrow transaction deferred");
+            else if (!(error instanceof TransactionNotYetMinedError)) logger.warn({ transactionId: job.data.transactionId, err: error }, "escrow transaction step failed; retried");
+            return { id: job.id, status: "failed" as const, output: { message: (error as Error).message } };
+          }
+        }),
+      );
+    // A full batch is followed by the next fetch at once rather than after the polling interval.
+    const workOptions = { batchSize: 25, localConcurrency: 2, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, perJobResults: true } as const;
+    await boss.work<ChainSendJob>(
+      CHAIN_SEND_QUEUE,
+      workOptions,
+      settleEach(async ({ transactionId }) => {
+        const outcome = await sender.process(transactionId);
+        // Broadcast, not mined yet: the confirmation job follows it (written before this job completes,
+        // so a crash in between retries this job, which finds the transaction stored and sent).
+        if (outcome === "SENT") await boss.send(CHAIN_CONFIRM_QUEUE, { transactionId } satisfies ChainSendJob, { startAfter: 1 });
+        else logger.info({ transactionId, outcome }, "escrow transaction settled");
+      }),
+    );
+    await boss.work<ChainSendJob>(
+      CHAIN_CONFIRM_QUEUE,
+      workOptions,
+      settleEach(async ({ transactionId }) => {
+        const outcome = await sender.process(transactionId);
+        if (outcome === "SENT") throw new TransactionNotYetMinedError(`transaction ${transactionId} not mined yet`);
+        logger.info({ transactionId, outcome }, "escrow transaction settled");
+      }),
+    );
   }
 }

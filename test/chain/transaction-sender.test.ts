@@ -1,0 +1,193 @@
+// Issue 15: the service signer sends many transactions without waiting for each receipt. Nonces come
+// from the signer's counter in PostgreSQL, one per action; a crash, a dropped transaction, a nonce gap
+// or a nonce taken by another sender never sends an action twice nor leaves one unsent.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { encodeFunctionData, keccak256, type Hash, type Hex } from "viem";
+import { escrowAbi } from "../../src/chain/escrow-abi.ts";
+import { createEscrowGateway, type EscrowGateway } from "../../src/chain/escrow-gateway.ts";
+import { createTransactionSender, recordTransactionRequest, type TransactionSender } from "../../src/chain/transaction-sender.ts";
+import { orderEffectPorts } from "../../src/jobs/order-jobs.ts";
+import { withTransaction } from "../../src/db/pool.ts";
+import { createLogger } from "../../src/logger.ts";
+import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+
+let stack: TradeStack;
+let gateway: EscrowGateway;
+let sender: TransactionSender;
+let active: { id: string; escrowOrderId: Hex }[] = [];
+
+/** `count` orders whose deposits are mined (escrow Active), ready for the service's cancel. */
+async function activeOrders(count: number): Promise<{ id: string; escrowOrderId: Hex }[]> {
+  const orders = [];
+  for (let i = 0; i < count; i += 1) orders.push(await placeOrder(stack, { amountUsdc: 5 }));
+  for (const order of orders) {
+    const deposit = await stack.service.api("POST", `/sandbox/orders/${order.id}/deposit`, { key: stack.partner.apiKey });
+    assert.equal(deposit.status, 200, JSON.stringify(deposit.body));
+  }
+  return orders.map((order) => ({ id: order.id, escrowOrderId: order.escrowOrderId as Hex }));
+}
+
+const take = (count: number) => active.splice(0, count);
+
+const minedCount = () => gateway.publicClient.getTransactionCount({ address: gateway.service.address, blockTag: "latest" });
+
+async function rows(ids: string[]) {
+  const { rows } = await stack.service.pool.query<{ id: string; status: string; nonce: string | null; tx_hash: Hash | null }>(
+    "SELECT id, status, nonce, tx_hash FROM chain_transactions WHERE id = ANY($1) ORDER BY nonce",
+    [ids],
+  );
+  return rows;
+}
+
+async function request(orderId: string): Promise<string> {
+  return (await recordTransactionRequest(stack.service.pool, { orderId, action: "cancel", requestKey: `${orderId}:cancel` }))!;
+}
+
+async function settle(id: string): Promise<string> {
+  for (;;) {
+    const outcome = await sender.process(id);
+    if (outcome !== "SENT") return outcome;
+    await sleep(100);
+  }
+}
+
+/** A transaction from the service's key that is none of the service's actions (another tool using the key). */
+async function strangerSend(nonce?: number): Promise<Hash> {
+  const wallet = gateway.walletClient(gateway.service);
+  return wallet.sendTransaction({ to: gateway.service.address, value: 0n, ...(nonce !== undefined ? { nonce } : {}) });
+}
+
+/**
+ * What a crash right after storing leaves for request `id`: the counter past `nonce`, the cancel's
+ * signed bytes stored under it, nothing broadcast. Returns the bytes.
+ */
+async function storedNotBroadcast(id: string, escrowOrderId: Hex, nonce: number): Promise<Hex> {
+  const wallet = gateway.walletClient(gateway.service);
+  const prepared = await wallet.prepareTransactionRequest({
+    to: stack.chainSettings.escrowAddress,
+    data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [escrowOrderId] }),
+    nonce,
+    chain: gateway.chain,
+  });
+  const raw = await wallet.signTransaction(prepared);
+  const signer = gateway.service.address.toLowerCase();
+  await stack.service.pool.query(
+    "INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2) ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2)",
+    [signer, nonce + 1],
+  );
+  await stack.service.pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, from_address = $5, status = 'SENT' WHERE id = $1", [id, raw, keccak256(raw), nonce, signer]);
+  return raw;
+}
+
+before(async () => {
+  stack = await startTradeStack();
+  gateway = createEscrowGateway(stack.chainSettings);
+  sender = createTransactionSender({ pool: stack.service.pool, gateway, logger: createLogger("silent") });
+  active = await activeOrders(50 + 40 + 6);
+});
+after(async () => {
+  await stack?.close();
+});
+
+describe("the service signer's transactions", () => {
+  test("50 actions requested at once are each mined exactly once, under contiguous nonces", async () => {
+    const orders = take(50);
+    const before = await minedCount();
+    // Requested the way order transitions request them: the row and its job in one transaction each, all at once.
+    const ports = orderEffectPorts(stack.service.boss);
+    await Promise.all(orders.map((order) => withTransaction(stack.service.pool, (tx) => ports.sendTransaction(tx, { orderId: order.id, action: "cancel", requestKey: `${order.id}:cancel` }))));
+    const { rows: requested } = await stack.service.pool.query<{ id: string }>("SELECT id FROM chain_transactions WHERE order_id = ANY($1)", [orders.map((o) => o.id)]);
+    assert.equal(requested.length, 50);
+    const ids = requested.map((row) => row.id);
+    await waitFor("every request settled by the service's workers", async () => ((await rows(ids)).every((row) => row.status === "MINED") ? true : undefined), 60_000);
+
+    const settled = await rows(ids);
+    assert.deepEqual(settled.map((row) => Number(row.nonce)), Array.from({ length: 50 }, (_, i) => before + i), "one nonce each, no gap");
+    assert.equal(await minedCount(), before + 50, "nothing else sent from the service's key, nothing twice");
+    for (const order of orders) assert.equal(await gateway.escrowStatus(order.escrowOrderId), "Refunded");
+  });
+
+  test("a SIGKILL in the middle of a batch leaves the rest to the next process, each sent exactly once", async () => {
+    const orders = take(40);
+    const before = await minedCount();
+    const ids = await Promise.all(orders.map((order) => request(order.id)));
+    const run = () =>
+      spawn(process.execPath, ["test/chain/support/send-batch.ts"], {
+        env: { ...process.env, OFFRAMP_SEND_BATCH: JSON.stringify({ databaseUrl: stack.service.databaseUrl, chain: stack.chainSettings, transactionIds: ids }) },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+    const first = run();
+    const exited = once(first, "exit");
+    await waitFor("a few transactions stored", async () => ((await rows(ids)).filter((row) => row.status !== "PENDING").length >= 3 ? true : undefined), 30_000);
+    first.kill("SIGKILL");
+    await exited;
+    const atKill = await rows(ids);
+    assert.ok(atKill.some((row) => row.status !== "MINED"), "the kill came before the batch was done");
+
+    const second = run();
+    let output = "";
+    second.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = await once(second, "exit");
+    assert.equal(code, 0);
+    assert.match(output, /SETTLED/);
+
+    const settled = await rows(ids);
+    assert.ok(settled.every((row) => row.status === "MINED"), JSON.stringify(settled));
+    assert.deepEqual(settled.map((row) => Number(row.nonce)), Array.from({ length: 40 }, (_, i) => before + i), "one nonce each, no gap");
+    assert.equal(await minedCount(), before + 40, "no action sent twice");
+    for (const order of orders) assert.equal(await gateway.escrowStatus(order.escrowOrderId), "Refunded");
+  });
+
+  test("a transaction stored but never broadcast (a nonce gap) is broadcast before the next one", async () => {
+    const [a, b] = take(2);
+    const before = await minedCount();
+    const ida = await request(a!.id);
+    const idb = await request(b!.id);
+    const raw = await storedNotBroadcast(ida, a!.escrowOrderId, before);
+
+    assert.equal(await settle(idb), "MINED");
+    assert.equal(await settle(ida), "MINED");
+    const settled = await rows([ida, idb]);
+    assert.deepEqual(settled.map((row) => [row.id, Number(row.nonce)]), [[ida, before], [idb, before + 1]]);
+    assert.equal(settled[0]!.tx_hash, keccak256(raw), "the stored bytes themselves were mined");
+    assert.equal(await minedCount(), before + 2);
+  });
+
+  test("a nonce used on chain by another sender moves the counter on instead of colliding", async () => {
+    const [order] = take(1);
+    await strangerSend();
+    const chainNext = await minedCount();
+    const id = await request(order!.id);
+    assert.equal(await settle(id), "MINED");
+    const [row] = await rows([id]);
+    assert.equal(Number(row!.nonce), chainNext);
+    const { rows: signer } = await stack.service.pool.query<{ next_nonce: string }>("SELECT next_nonce FROM chain_signers WHERE address = $1", [gateway.service.address.toLowerCase()]);
+    assert.equal(Number(signer[0]!.next_nonce), chainNext + 1);
+  });
+
+  test("an action whose stored nonce another transaction consumed is signed anew, once", async () => {
+    const [order] = take(1);
+    const before = await minedCount();
+    const id = await request(order!.id);
+    const raw = await storedNotBroadcast(id, order!.escrowOrderId, before);
+    // Before the stored bytes reach the node, something else takes their nonce.
+    await strangerSend(before);
+
+    assert.equal(await settle(id), "MINED");
+    const [row] = await rows([id]);
+    assert.equal(Number(row!.nonce), before + 1);
+    assert.notEqual(row!.tx_hash, keccak256(raw));
+    assert.equal(await minedCount(), before + 2, "the stranger's transaction and the action, once");
+    assert.equal(await gateway.escrowStatus(order!.escrowOrderId), "Refunded");
+  });
+
+  test("asking twice for one action records one request", async () => {
+    const [order] = take(1);
+    assert.ok(await request(order!.id));
+    assert.equal(await recordTransactionRequest(stack.service.pool, { orderId: order!.id, action: "cancel", requestKey: `${order!.id}:cancel` }), undefined);
+  });
+});

@@ -2,7 +2,7 @@ import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, OrderNotDisputedError, ResolutionPendingError, ValidationError } from "../domain/errors.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
-import { DISPUTE_OUTCOMES, HOLD_DECISIONS, ORDER_STATUSES, type DisputeOutcome, type HoldDecision, type OrderContext } from "../orders/machine.ts";
+import { DISPUTE_OUTCOMES, HOLD_DECISIONS, ORDER_STATUSES, resolutionHeldBySanctions, type DisputeOutcome, type HoldDecision, type OrderContext } from "../orders/machine.ts";
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { AML_RISK_LEVELS, REVIEW_QUEUES, adminOrderDetail, listAdminOrders, readReputation, type AdminOrderDeps, type AdminOrderFilters } from "./orders.ts";
@@ -70,7 +70,8 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
         "NO_FAULT_REFUND refund the seller (REFUNDED), NO_FAULT_RETRY returns the order to LOCKED with a new lock window; BUYER costs the " +
         "seller 50 reputation points on chain, SELLER the buyer. The answer is the order as it stands, still DISPUTED with " +
         "`dispute.resolutionRequest` set: the status changes when the indexer sees the transaction. Asking again with the same outcome " +
-        "sends nothing more; a different outcome while one is on its way is 409 RESOLUTION_PENDING.",
+        "sends nothing more; a different outcome while one is on its way is 409 RESOLUTION_PENDING. While the buyer is held for a " +
+        "sanctions review (undecided, or decided REFUND) BUYER and NO_FAULT_RELEASE are 409 INVALID_STATE: nothing is paid to the buyer.",
       body: {
         type: "object",
         additionalProperties: false,
@@ -78,7 +79,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
         properties: { outcome: { enum: DISPUTE_OUTCOMES }, note: { type: ["string", "null"], maxLength: 2000 } },
       },
       responses: { 200: { description: "Admin order detail" } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "ORDER_NOT_DISPUTED", "RESOLUTION_PENDING"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "ORDER_NOT_DISPUTED", "RESOLUTION_PENDING", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, null, params.id!);
@@ -89,6 +90,14 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
       const pending = detail.dispute?.resolutionRequest;
       if (!result.changed && pending && pending.outcome !== body.outcome) {
         throw new ResolutionPendingError(`A ${pending.outcome} resolution was requested at ${pending.requestedAt} and is on its way to the chain`);
+      }
+      // The machine refused to pay a buyer whose sanctions hold stands; say why.
+      const hold = detail.sanctionsHold;
+      if (!result.changed && !pending && resolutionHeldBySanctions({ sanctionsHold: hold }, body.outcome)) {
+        throw new InvalidStateError(
+          `The buyer's wallet is held for a sanctions review (${hold!.decision === "REFUND" ? "decided REFUND" : "undecided"}): ${body.outcome} would pay the buyer; ` +
+            "resolve SELLER, NO_FAULT_REFUND or NO_FAULT_RETRY (then decide the hold with POST /orders/:id/review)",
+        );
       }
       ctx.body = detail;
     },

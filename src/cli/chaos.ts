@@ -37,7 +37,9 @@ const { values } = parseArgs({
     out: { type: "string", default: path.join(repoRoot, "bench/results") },
     "keep-db": { type: "boolean", default: false },
     "real-indexer-lock": { type: "boolean", default: false },
-    "concurrent-wallets": { type: "boolean", default: false },
+    "serialize-wallets": { type: "boolean", default: false },
+    // The default now; kept so earlier command lines still run.
+    "concurrent-wallets": { type: "boolean", default: true },
     help: { type: "boolean", default: false },
   },
 });
@@ -58,7 +60,8 @@ if (values.help) {
   --out DIR             where the report goes (default bench/results)
   --keep-db             keep the run's database (its name is printed) for a look afterwards
   --real-indexer-lock   after killing the indexer, wait out Ponder's 25 s schema lock instead of clearing it
-  --concurrent-wallets  let one sandbox wallet's actions overlap (exercises the sandbox nonce handling)`);
+  --serialize-wallets   never overlap one sandbox wallet's actions (by default they overlap, exercising the
+                        sandbox's per-wallet nonce handling as concurrent clients do; --concurrent-wallets is that default)`);
   process.exit(0);
 }
 
@@ -85,7 +88,7 @@ const options = {
   out: path.resolve(values.out!),
   keepDatabase: values["keep-db"]!,
   realIndexerLock: values["real-indexer-lock"]!,
-  serializeWallets: !values["concurrent-wallets"],
+  serializeWallets: values["serialize-wallets"]!,
 };
 
 /** mulberry32: small, seedable, good enough to pick paths and moments reproducibly. */

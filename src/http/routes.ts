@@ -89,8 +89,8 @@ export class RouteGroup {
     // Any other path or method under the prefix runs the same guards before its 404, so an unknown
     // route answers as authentication decides (401 without credentials) and is counted like the others.
     this.fallback = createRouter({ prefix: options.prefix });
-    this.fallback.all("/{*path}", ...this.guards, () => {
-      throw new NotFoundError();
+    this.fallback.all("/{*path}", ...this.guards, (ctx) => {
+      throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}`);
     });
   }
 

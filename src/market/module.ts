@@ -82,7 +82,7 @@ export function marketModule(deps: {
     surface: { documentUrl: `${MARKET_PREFIX}/openapi.json`, document: named, middleware: (ctx, next) => openRoutes(ctx, () => guarded(ctx, next)) },
     routes: ({ admin, partner }) => {
       adminBuyerRoutes(admin, { pool, policy, indexerSchema: deps.indexerSchema });
-      if (config.sandbox) sandboxChainRoutes(partner, { gateway: deps.gateway });
+      if (config.sandbox) sandboxChainRoutes(partner, { pool, gateway: deps.gateway });
     },
     pageRouter: marketPageRouter(),
   };

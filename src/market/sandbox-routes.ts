@@ -1,7 +1,8 @@
-import { formatEther, formatUnits, getAddress, parseEther, parseUnits, type Address, type Hex } from "viem";
+import { encodeFunctionData, formatEther, formatUnits, getAddress, parseEther, parseUnits, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
+import { sendFromWallet, withSignerLock } from "../chain/wallet-sends.ts";
 import { devAccounts, DEV_ACCOUNT } from "../chain/local-node.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
@@ -21,17 +22,13 @@ import { getTradeRow } from "./trades.ts";
 /**
  * `GET /api/v1/sandbox/chain` and `POST /api/v1/sandbox/faucet`: what a developer's wallet needs to
  * trade on the local chain. The faucet sends from the deployer development account (which holds no
- * role), one transaction at a time, so concurrent calls never race for a nonce.
+ * role) under that wallet's signer lock, shared by every instance on the database, so concurrent calls,
+ * on one instance or several, never race for a nonce.
  */
-export function sandboxChainRoutes(api: RouteGroup, deps: { gateway: EscrowGateway }): void {
-  const { gateway } = deps;
-  const funder = gateway.walletClient(privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey));
-  let queue: Promise<unknown> = Promise.resolve();
-  const serialised = <T>(work: () => Promise<T>): Promise<T> => {
-    const run = queue.then(work, work);
-    queue = run.catch(() => undefined);
-    return run;
-  };
+export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway: EscrowGateway }): void {
+  const { pool, gateway } = deps;
+  const funderAccount = privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey);
+  const funder = gateway.walletClient(funderAccount);
   const mined = async (hash: Hex) => {
     const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
     if (receipt.status !== "success") throw new InvalidStateError("The transaction reverted on chain");
@@ -76,13 +73,12 @@ export function sandboxChainRoutes(api: RouteGroup, deps: { gateway: EscrowGatew
       // Plain decimal text: String(1e-18) is "1e-18", which parseEther refuses (a 500 found by npm run fuzz).
       const eth = parseEther(money(body.eth ?? 1).toFixed());
       const usdc = parseUnits(money(body.usdc ?? 1000).toFixed(), USDC_DECIMALS);
-      const { ethTxHash, usdcTxHash } = await serialised(async () => ({
-        ethTxHash: eth > 0n ? await mined(await funder.sendTransaction({ to: address, value: eth, chain: gateway.chain })) : null,
-        usdcTxHash:
-          usdc > 0n
-            ? await mined(await funder.writeContract({ address: gateway.settings.usdcAddress, abi: testUsdcAbi, functionName: "mint", args: [address, usdc], chain: gateway.chain }))
-            : null,
-      }));
+      // Each send holds the lock only until the node has taken it (its nonce then counts); mining is awaited outside.
+      const ethSent = eth > 0n ? await withSignerLock(pool, funderAccount.address, () => funder.sendTransaction({ to: address, value: eth, chain: gateway.chain })) : null;
+      const mint = encodeFunctionData({ abi: testUsdcAbi, functionName: "mint", args: [address, usdc] });
+      const usdcSent = usdc > 0n ? await sendFromWallet({ pool, gateway }, funderAccount, { to: gateway.settings.usdcAddress, data: mint }) : null;
+      const ethTxHash = ethSent && (await mined(ethSent));
+      const usdcTxHash = usdcSent && (await mined(usdcSent));
       const [ethBalance, usdcBalance] = await Promise.all([
         gateway.publicClient.getBalance({ address }),
         gateway.publicClient.readContract({ address: gateway.settings.usdcAddress, abi: testUsdcAbi, functionName: "balanceOf", args: [address] }),

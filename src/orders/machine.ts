@@ -140,6 +140,19 @@ export function releaseHeld(context: Pick<OrderContext, "sanctionsHold">): boole
   return !!context.sanctionsHold && context.sanctionsHold.decision !== "RELEASE";
 }
 
+/** A dispute outcome that pays the escrowed USDC to the buyer. */
+export function releasesToBuyer(outcome: DisputeOutcome | null): boolean {
+  return outcome === "BUYER" || outcome === "NO_FAULT_RELEASE";
+}
+
+/**
+ * A dispute resolution the sanctions hold refuses: one that pays the buyer while the hold stands (no
+ * operator decision yet, or REFUND). A held buyer who disputes must not be paid through the arbiter.
+ */
+export function resolutionHeldBySanctions(context: Pick<OrderContext, "sanctionsHold">, outcome: DisputeOutcome): boolean {
+  return releasesToBuyer(outcome) && releaseHeld(context);
+}
+
 /** When the lock's refund grace period ends: `lockExpiresAt` + the escrow's REFUND_GRACE_SECONDS. */
 export function lockGraceEndsAt(context: Pick<OrderContext, "lockExpiresAt" | "refundGraceSeconds">): string | null {
   if (context.lockExpiresAt === null) return null;
@@ -260,11 +273,13 @@ export const orderMachine = setup({
     refundedForCancellation: ({ event }) => event.type === "REFUNDED" && event.reason === "CANCELLED",
     refundedForLockExpiry: ({ event }) => event.type === "REFUNDED" && event.reason === "LOCK_EXPIRED",
     retryOutcome: ({ event }) => event.type === "DISPUTE_RESOLVED" && event.outcome === "NO_FAULT_RETRY",
-    releasingOutcome: ({ context }) => context.disputeOutcome === "BUYER" || context.disputeOutcome === "NO_FAULT_RELEASE",
+    releasingOutcome: ({ context }) => releasesToBuyer(context.disputeOutcome),
     refundingOutcome: ({ context, event }) =>
       event.type === "REFUNDED" && event.reason === "DISPUTE" && (context.disputeOutcome === "SELLER" || context.disputeOutcome === "NO_FAULT_REFUND"),
-    // One resolution per dispute: asking again while the first is on its way sends nothing.
-    noResolutionPending: ({ context }) => !context.resolutionRequest,
+    // One resolution per dispute: asking again while the first is on its way sends nothing. And a
+    // sanctioned buyer is paid only after the operator's RELEASE decision on the hold.
+    resolutionAllowed: ({ context, event }) =>
+      event.type === "RESOLUTION_REQUESTED" && !context.resolutionRequest && !resolutionHeldBySanctions(context, event.outcome),
     // A deposit for an order that ended before any deposit was seen (decisions 19): refunded, never kept.
     depositAfterOrderEnded: ({ context }) => context.escrowTxHash === null && !context.lateDeposit,
     lateDepositRefunded: ({ context }) => !!context.lateDeposit && context.lateDeposit.refundTxHash === null,
@@ -580,8 +595,10 @@ export const orderMachine = setup({
       on: {
         // The administrator's decision (POST /admin/v1/orders/:id/resolve): recorded, and the arbiter's
         // resolveDispute transaction requested once; the order then follows the chain (DISPUTE_RESOLVED).
+        // Outcomes paying a buyer under an undecided or REFUND sanctions hold are refused (the admin route
+        // answers 409 INVALID_STATE); the seller's outcomes and NO_FAULT_RETRY stay open.
         RESOLUTION_REQUESTED: {
-          guard: "noResolutionPending",
+          guard: "resolutionAllowed",
           actions: [
             assign(({ event }) => ({ resolutionRequest: { outcome: event.outcome, note: event.note, requestedAt: event.at } })),
             { type: "timeline", params: ({ event }) => ({ event: "DISPUTE_RESOLUTION_REQUESTED", data: { outcome: event.outcome, note: event.note } }) },

@@ -76,7 +76,7 @@ test("the dispute edges name their events and guards: opening, retry, and releas
 
 test("an operator's resolution request is handled in DISPUTED without leaving it", () => {
   const disputed = machine.states.find((state) => state.name === "DISPUTED");
-  assert.deepEqual(disputed?.internalEvents.find((event) => event.event === "RESOLUTION_REQUESTED"), { event: "RESOLUTION_REQUESTED", guard: "noResolutionPending" });
+  assert.deepEqual(disputed?.internalEvents.find((event) => event.event === "RESOLUTION_REQUESTED"), { event: "RESOLUTION_REQUESTED", guard: "resolutionAllowed" });
 });
 
 test("the XState definition itself is served beside the flattened form", () => {

@@ -89,7 +89,9 @@ test("failed admin authentications are limited per address: past the limit even 
     fetch(`${service.baseUrl}/admin/v1/partners`, { headers: { Authorization: `Bearer ${token}`, "X-Forwarded-For": address } });
   for (let i = 0; i < ADMIN_AUTH_FAILURES_PER_MINUTE; i += 1) assert.equal((await call("198.51.100.90", `guess-${i}`)).status, 401);
   const limited = await call("198.51.100.90", "guess-next");
-  assertError({ status: limited.status, headers: limited.headers, body: await limited.json() }, 429, "RATE_LIMITED");
+  const body = (await limited.json()) as { message: string };
+  assertError({ status: limited.status, headers: limited.headers, body }, 429, "RATE_LIMITED");
+  assert.match(body.message, /^Too many failed admin authentications from this address/, "the message says which limit, not a tier's");
   assert.ok(Number(limited.headers.get("Retry-After")) >= 1);
   assert.equal((await call("198.51.100.90", ADMIN_TOKEN)).status, 429, "the right token is not even compared");
   assert.equal((await call("198.51.100.91", ADMIN_TOKEN)).status, 200, "another address is not limited");

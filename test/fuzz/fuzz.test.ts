@@ -43,6 +43,10 @@ test(`the short fuzz run sends at least ${REQUESTS} requests from the partner, a
   assert.deepEqual(result.documents.map((d) => d.target), ["partner", "admin", "market", "dashboard"]);
   for (const target of ["partner", "admin", "market", "dashboard"]) assert.ok((result.byTarget[target] ?? 0) >= 50, `${target}: ${result.byTarget[target] ?? 0} requests`);
   assert.ok(result.batches.checked > 0, "some batches were checked for changed data");
+  // The refusals of batches with an accepted write are checked too, sent again on their own.
+  assert.ok(result.batches.withAcceptedWrites === 0 || result.batches.refusalsRechecked > 0, JSON.stringify(result.batches));
+  assert.ok(result.batches.refusalsUnchecked <= result.batches.refusalsRechecked / 10, `too many refusals left unchecked: ${JSON.stringify(result.batches)}`);
+  console.log(`fuzz data check: ${JSON.stringify(result.batches)}`);
 });
 
 test("no 5xx and no request without an answer", () => {

@@ -4,6 +4,8 @@
 // clients) drive their orders at once.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { startTestService } from "../support/service.ts";
 import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 
 const CLIENTS = 4;
@@ -48,4 +50,25 @@ test(`${CLIENTS} clients deposit, lock and dispute ${CLIENTS * ORDERS_PER_CLIENT
   await Promise.all(orders.map(({ partner, order }) => waitForStatus({ service: stack.service, partner }, order.id, "DISPUTED", 60_000)));
   const hashes = new Set([...deposits, ...locks, ...disputes].map((r) => r.body.txHash));
   assert.equal(hashes.size, orders.length * 3, "one transaction each");
+});
+
+test("two service instances fund wallets through the faucet at once: one sender wallet, distinct nonces, every call 200", async () => {
+  // A second instance on the same database and chain (the way the service grows past one machine).
+  const second = await startTestService({}, { databaseUrl: stack.databaseUrl, indexerSchema: stack.indexerSchema, chain: stack.chainSettings });
+  try {
+    const wallets = Array.from({ length: 8 }, () => privateKeyToAccount(generatePrivateKey()).address);
+    const answers = await Promise.all(
+      wallets.map((address, i) =>
+        (i % 2 === 0 ? stack.service : second).api<{ ethTxHash: string; usdcTxHash: string; ethBalance: string; usdcBalance: string }>("POST", "/sandbox/faucet", {
+          key: stack.partner.apiKey,
+          body: { address, eth: 0.5, usdc: 25 },
+        }),
+      ),
+    );
+    assert.deepEqual(answers.map((r) => r.status), wallets.map(() => 200), `every faucet call answered 200: ${JSON.stringify(answers.filter((r) => r.status !== 200).map((r) => r.body))}`);
+    assert.deepEqual(answers.map((r) => [r.body.ethBalance, r.body.usdcBalance]), wallets.map(() => ["0.5", "25"]));
+    assert.equal(new Set(answers.flatMap((r) => [r.body.ethTxHash, r.body.usdcTxHash])).size, wallets.length * 2, "one transaction each");
+  } finally {
+    await second.close();
+  }
 });

@@ -27,6 +27,9 @@ const RPC_KEY = "Xq3vB7nK2pL9sT4wY8zA1cD6";
 const RPC_URL = `https://base-mainnet.g.example.com/v2/${RPC_KEY}`;
 const BASIC_URL = "https://rpcuser:rpc-pass-w0rd@node.example.com:8545/";
 const QUERY_URL = "https://rpc.example.com/?apikey=qk-77aa88bb99cc";
+const WEBHOOK_SECRET_RAW = "whsecraw-7f3a9c";
+const ADMIN_TOKEN = "adm1n-t0ken-ABCDEFGHIJKLMNOPQRSTUVWX";
+const SHORT_RPC_KEY = "abc123def456";
 
 const cases: [string, string, (logger: ReturnType<typeof createLogger>) => void][] = [
   ["an API key in a field", API_KEY, (log) => log.info({ apiKey: API_KEY }, "partner created")],
@@ -47,6 +50,21 @@ const cases: [string, string, (logger: ReturnType<typeof createLogger>) => void]
   ["credentials in a URL's user part", "rpc-pass-w0rd", (log) => log.info({ url: BASIC_URL })],
   ["a key in a URL's query", "qk-77aa88bb99cc", (log) => log.info({ url: QUERY_URL })],
   ["a child logger's bindings", API_KEY, (log) => log.child({ apiKey: API_KEY }).info("child")],
+  // Field names in snake case or kebab case, and a bare `key`.
+  ["a webhook secret under webhook_secret", WEBHOOK_SECRET_RAW, (log) => log.info({ webhook_secret: WEBHOOK_SECRET_RAW })],
+  ["an API key under api_key", ADMIN_TOKEN, (log) => log.info({ api_key: ADMIN_TOKEN })],
+  ["a private key under private_key", PRIVATE_KEY, (log) => log.info({ signer: { private_key: PRIVATE_KEY } })],
+  ["a private key under PRIVATE-KEY", PRIVATE_KEY, (log) => log.info({ "PRIVATE-KEY": PRIVATE_KEY })],
+  ["a private key under key", PRIVATE_KEY, (log) => log.info({ key: PRIVATE_KEY })],
+  ["a snake-case field in a child logger's bindings", ADMIN_TOKEN, (log) => log.child({ api_key: ADMIN_TOKEN }).info("child")],
+  // Secrets written into text.
+  ["a private key in the message text", PRIVATE_KEY, (log) => log.error(`signing with ${PRIVATE_KEY} failed`)],
+  ["a private key inside a string field", PRIVATE_KEY, (log) => log.error({ detail: `PRIVATE_KEY=${PRIVATE_KEY}` }, "bad config")],
+  ["a bearer token in the message text", ADMIN_TOKEN, (log) => log.warn(`Authorization: Bearer ${ADMIN_TOKEN}`)],
+  ["a session cookie in the message text", DASHBOARD_SESSION, (log) => log.info(`cookie session=${DASHBOARD_SESSION}`)],
+  ["the dashboard cookie in a string field", DASHBOARD_SESSION, (log) => log.info({ detail: `Cookie: offramp_dashboard=${DASHBOARD_SESSION}; theme=dark` })],
+  ["an admin token under x-admin-token", ADMIN_TOKEN, (log) => log.info({ headers: { "x-admin-token": ADMIN_TOKEN } })],
+  ["an RPC URL's short key in its path", SHORT_RPC_KEY, (log) => log.info({ rpcUrl: `https://eth-mainnet.example.com/v3/${SHORT_RPC_KEY}` })],
 ];
 
 for (const [what, secret, write] of cases) {
@@ -63,11 +81,17 @@ for (const [what, secret, write] of cases) {
 test("what is not secret stays readable: ids, transaction hashes, paths, public URLs", () => {
   const { logger, text } = capture();
   const txHash = `0x${"ab".repeat(32)}`;
-  logger.info({ orderId: "ord_01JD2Z", txHash, path: "/api/v1/orders/ord_01JD2Z", webhookUrl: "https://partner.example/hooks" }, "order event");
+  const escrowOrderId = `0x${"cd".repeat(32)}`;
+  logger.info(
+    { orderId: "ord_01JD2Z", txHash, escrow_order_id: escrowOrderId, path: "/api/v1/orders/ord_01JD2Z", webhookUrl: "https://partner.example/hooks/offramp-events", monkey: "banana" },
+    "order event",
+  );
   const line = JSON.parse(text()) as Record<string, unknown>;
   assert.equal(line.orderId, "ord_01JD2Z");
   assert.equal(line.txHash, txHash);
+  assert.equal(line.escrow_order_id, escrowOrderId);
+  assert.equal(line.monkey, "banana");
   assert.equal(line.path, "/api/v1/orders/ord_01JD2Z");
-  assert.equal(line.webhookUrl, "https://partner.example/hooks");
+  assert.equal(line.webhookUrl, "https://partner.example/hooks/offramp-events");
   assert.equal(line.msg, "order event");
 });

@@ -34,6 +34,7 @@ const ev = {
   refundedCancel: { type: "REFUNDED", txHash: "0xf", reason: "CANCELLED", at: T0 },
   release: { type: "HOLD_DECIDED", decision: "RELEASE", note: null, at: T0 },
   refund: { type: "HOLD_DECIDED", decision: "REFUND", note: "listed", at: IN_GRACE },
+  buyerDispute: { type: "DISPUTE_OPENED", txHash: "0xdi", openedBy: "0xbuyer", byBuyer: true, at: T0 },
 } satisfies Record<string, OrderEvent>;
 
 type Effect = { type: string; params: Record<string, unknown> };
@@ -102,6 +103,33 @@ describe("a sanctions hold", () => {
 
   test("a held order with no payment is refunded by its lock timer as usual", () => {
     assert.deepEqual(sent(run(ev.deposit, ev.sanctionedLock, ev.lockTimer).effects), ["refundExpiredLock"]);
+  });
+
+  // A held buyer who disputes on chain must not be paid through the arbiter instead.
+  for (const outcome of ["BUYER", "NO_FAULT_RELEASE"] as const) {
+    const resolve = { type: "RESOLUTION_REQUESTED", outcome, note: null, at: T0 } satisfies OrderEvent;
+    test(`a dispute resolved ${outcome} sends nothing while the hold is undecided or decided REFUND`, () => {
+      const undecided = run(ev.deposit, ev.sanctionedLock, ev.buyerDispute, resolve);
+      assert.equal(undecided.snapshot.value, "DISPUTED");
+      assert.deepEqual(sent(undecided.effects), []);
+      assert.deepEqual(timeline(undecided.effects), []);
+      assert.equal(undecided.snapshot.context.resolutionRequest, null);
+      const refundDecided = run(ev.deposit, ev.sanctionedLock, ev.refund, ev.buyerDispute, resolve);
+      assert.deepEqual(sent(refundDecided.effects), []);
+    });
+
+    test(`a dispute resolved ${outcome} is sent once the operator decided RELEASE, and for a buyer who is not held`, () => {
+      assert.deepEqual(sent(run(ev.deposit, ev.sanctionedLock, ev.release, ev.buyerDispute, resolve).effects), ["resolveDispute"]);
+      assert.deepEqual(sent(run(ev.deposit, ev.lock, ev.buyerDispute, resolve).effects), ["resolveDispute"]);
+    });
+  }
+
+  test("a held buyer's dispute can still be resolved for the seller, or retried", () => {
+    for (const outcome of ["SELLER", "NO_FAULT_REFUND", "NO_FAULT_RETRY"] as const) {
+      const resolved = run(ev.deposit, ev.sanctionedLock, ev.buyerDispute, { type: "RESOLUTION_REQUESTED", outcome, note: null, at: T0 });
+      const sends = resolved.effects.filter((effect) => effect.type === "sendTransaction").map((effect) => effect.params);
+      assert.deepEqual(JSON.parse(JSON.stringify(sends)), [{ action: "resolveDispute", params: { outcome } }]);
+    }
   });
 });
 

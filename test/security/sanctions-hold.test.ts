@@ -120,3 +120,37 @@ describe("a held, paid order whose lock expires", () => {
     await waitFor("no release ever", async () => (refunded.timeline.some((entry) => entry.event === "COMPLETED") ? undefined : true));
   });
 });
+
+describe("a held buyer's dispute", () => {
+  let order: OrderDetail;
+  before(async () => {
+    order = await lockedOrder(stack, { buyerWallet: SANCTIONED_BUYER });
+    const dispute = await sandbox(stack, order.id, "dispute", { by: "BUYER" });
+    assert.equal(dispute.status, 200, JSON.stringify(dispute.body));
+    await waitForStatus(stack, order.id, "DISPUTED");
+  });
+
+  const resolve = (outcome: string) => stack.service.admin<AdminOrder & { error?: string; message?: string }>("POST", `/orders/${order.id}/resolve`, { outcome });
+
+  test("cannot pay the buyer: BUYER and NO_FAULT_RELEASE are 409 INVALID_STATE and nothing is sent", async () => {
+    for (const outcome of ["BUYER", "NO_FAULT_RELEASE"]) {
+      const refused = await resolve(outcome);
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.body.error, "INVALID_STATE");
+      assert.match(String(refused.body.message), /sanctions/);
+    }
+    const detail = await adminOrder(order.id);
+    assert.equal(detail.status, "DISPUTED");
+    assert.equal((detail as AdminOrder & { dispute: { resolutionRequest: unknown } }).dispute.resolutionRequest, null);
+    assert.deepEqual(await chainTransactions(stack.service.pool, order.id), []);
+    assert.equal(await stack.service.chain!.gateway.escrowStatus(order.escrowOrderId as `0x${string}`), "Disputed");
+  });
+
+  test("is resolved for the seller: the seller is refunded", async () => {
+    const resolved = await resolve("SELLER");
+    assert.equal(resolved.status, 200, JSON.stringify(resolved.body));
+    const refunded = await waitForStatus(stack, order.id, "REFUNDED", 40_000);
+    assert.match(String(refunded.refundTxHash), /^0x[0-9a-f]{64}$/);
+    assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["resolveDispute", "MINED"]]);
+  });
+});

@@ -75,7 +75,7 @@ export interface DriverContext {
   locks: WalletLocks;
   poller: StatusPoller;
   timing: { depositTimeoutSeconds: number; listingTimeoutSeconds: number; lockWindowSeconds: number };
-  /** Wallet transactions from one wallet are never sent concurrently by the driver (nonce races are a known open issue). */
+  /** `--serialize-wallets`: one wallet's sandbox actions never overlap (by default they do, as concurrent clients' do). */
   serializeWallets: boolean;
 }
 

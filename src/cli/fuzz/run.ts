@@ -46,7 +46,13 @@ export interface FuzzResult {
   shapeViolations: number;
   dataChanges: number;
   /** Batches checked for changed data, and those that could not be (a write was accepted in them). */
-  batches: { checked: number; withAcceptedWrites: number; settleTimeouts: number };
+  /**
+   * `checked`: batches of refusals only, compared as sent. `withAcceptedWrites`: batches with an accepted
+   * write; their refused requests were sent again on their own (`refusalsRechecked` of them, in
+   * `recheckRounds` compared sub-batches), and `refusalsUnchecked` were accepted on every resend (the
+   * accepted write had made them valid) so no comparison could hold them alone.
+   */
+  batches: { checked: number; withAcceptedWrites: number; settleTimeouts: number; refusalsRechecked: number; recheckRounds: number; refusalsUnchecked: number };
   parserRefusals: number;
   undocumented: Record<string, number>;
   excludedTables: Record<string, string>;
@@ -101,7 +107,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
     fiveXx: 0,
     shapeViolations: 0,
     dataChanges: 0,
-    batches: { checked: 0, withAcceptedWrites: 0, settleTimeouts: 0 },
+    batches: { checked: 0, withAcceptedWrites: 0, settleTimeouts: 0, refusalsRechecked: 0, recheckRounds: 0, refusalsUnchecked: 0 },
     parserRefusals: 0,
     undocumented: {},
     excludedTables: {},
@@ -177,6 +183,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
     for (const g of generated) result.byTarget[g.op.target.name] = (result.byTarget[g.op.target.name] ?? 0) + 1;
 
     let acceptedWrite = false;
+    const accepts = (method: string, status: number) => (status >= 200 && status < 400) && !SAFE_METHODS.includes(method);
     responses.forEach((response, i) => {
       const g = generated[i]!;
       const operation = `${g.op.target.name} ${g.op.method.toUpperCase()} ${g.op.path}`;
@@ -198,8 +205,27 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
         const key = `${operation} -> ${response.status} ${verdict.code}`;
         result.undocumented[key] = (result.undocumented[key] ?? 0) + 1;
       }
-      if ((ok || (response.status >= 300 && response.status < 400)) && !SAFE_METHODS.includes(g.request.method)) acceptedWrite = true;
+      if (accepts(g.request.method, response.status)) acceptedWrite = true;
     });
+
+    /** Compares the database around `requests`; a change is reported against them. */
+    const compared = async (after: Snapshot, requests: string[], category: string, operation: string) => {
+      if (db!.equal(before!, after)) {
+        before = after;
+        return;
+      }
+      const changes = await db!.diff(before!, after);
+      record(
+        {
+          kind: "data changed by refused request",
+          detail: `batch ${batch}: ${changes.map((c) => `${c.table} +${c.added}/-${c.removed}${c.examples.length ? ` e.g. ${c.examples[0]}` : ""}`).join("; ")}\n    requests of the batch:\n      ${requests.join("\n      ")}`,
+        },
+        category,
+        operation,
+      );
+      // Start the next batch from a quiet database, so one change is not reported twice.
+      before = (await db!.settle()).snapshot;
+    };
 
     if (db && before) {
       if (acceptedWrite) {
@@ -207,25 +233,37 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzResult> {
         const settled = await db.settle();
         if (!settled.settled) result.batches.settleTimeouts += 1;
         before = settled.snapshot;
+        // The batch's refused requests, sent again as their own sub-batch from the settled database and
+        // compared. One that is now accepted (the batch's accepted write made it valid) leaves the
+        // sub-batch, which is sent again without it, at most a few times.
+        let refused = generated.filter((_, i) => responses[i]!.status >= 400);
+        for (let round = 0; refused.length > 0 && round < 3; round += 1) {
+          const again = await runLimited(refused.map((g) => () => sender.send(g.request)), concurrency);
+          again.forEach((response, i) => {
+            const g = refused[i]!;
+            for (const violation of checkResponse(response, { codes, head: g.request.method === "HEAD", rateLimitHeaders: false }).violations.filter((v) => v.kind === "5xx")) {
+              record({ ...violation, request: describeRequest(g.request) }, g.category, `${g.op.target.name} ${g.op.method.toUpperCase()} ${g.op.path}`);
+            }
+          });
+          const stillRefused = refused.filter((_, i) => again[i]!.status >= 400);
+          if (stillRefused.length === refused.length) {
+            result.batches.recheckRounds += 1;
+            result.batches.refusalsRechecked += refused.length;
+            const requests = refused.map((g, i) => `${again[i]!.status} ${g.category}: ${describeRequest(g.request).slice(0, 200)}`);
+            await compared(await db.take(), requests, "refusals of a batch with accepted writes", `batch ${batch} (refusals sent again)`);
+            refused = [];
+          } else {
+            const resettled = await db.settle();
+            if (!resettled.settled) result.batches.settleTimeouts += 1;
+            before = resettled.snapshot;
+            refused = stillRefused;
+          }
+        }
+        result.batches.refusalsUnchecked += refused.length;
       } else {
         result.batches.checked += 1;
-        const after = await db.take();
-        if (!db.equal(before, after)) {
-          const changes = await db.diff(before, after);
-          const requests = generated.map((g, i) => `${responses[i]!.status} ${g.category}: ${describeRequest(g.request).slice(0, 200)}`);
-          record(
-            {
-              kind: "data changed by refused request",
-              detail: `batch ${batch}: ${changes.map((c) => `${c.table} +${c.added}/-${c.removed}${c.examples.length ? ` e.g. ${c.examples[0]}` : ""}`).join("; ")}\n    requests of the batch:\n      ${requests.join("\n      ")}`,
-            },
-            refusal ? "batch of refusals" : "batch of open requests",
-            `batch ${batch}`,
-          );
-          // Start the next batch from a quiet database, so one change is not reported twice.
-          before = (await db.settle()).snapshot;
-        } else {
-          before = after;
-        }
+        const requests = generated.map((g, i) => `${responses[i]!.status} ${g.category}: ${describeRequest(g.request).slice(0, 200)}`);
+        await compared(await db.take(), requests, refusal ? "batch of refusals" : "batch of open requests", `batch ${batch}`);
       }
     }
 

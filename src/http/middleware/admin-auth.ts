@@ -10,6 +10,13 @@ const digest = (value: string) => createHash("sha256").update(value).digest();
 /** Failed admin authentications allowed per client address per minute; past it even the right token waits. */
 export const ADMIN_AUTH_FAILURES_PER_MINUTE = 10;
 
+/** 429 RATE_LIMITED saying what the limit is: failed authentications from this address, not a partner tier's rate. */
+function tooManyFailures(retryAfterSeconds: number): InstanceType<typeof RateLimitedError> {
+  const error = new RateLimitedError(retryAfterSeconds);
+  error.message = `Too many failed admin authentications from this address (${ADMIN_AUTH_FAILURES_PER_MINUTE} a minute); retry after ${retryAfterSeconds} s`;
+  return error;
+}
+
 /**
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. Failures
  * are counted per client address in the shared rate-limit windows (decisions section 19): an address
@@ -20,11 +27,11 @@ export function adminAuth(adminToken: string, db: Queryable): Koa.Middleware<App
   return async (ctx, next) => {
     const bucket = `admin-auth-failures:${ctx.ip}`;
     const failures = await readWindow(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-    if (failures.exceeded) throw new RateLimitedError(failures.retryAfterSeconds);
+    if (failures.exceeded) throw tooManyFailures(failures.retryAfterSeconds);
     const token = bearerToken(ctx);
     if (token === undefined || !timingSafeEqual(digest(token), expected)) {
       const counted = await countRequest(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-      if (counted.exceeded) throw new RateLimitedError(counted.retryAfterSeconds);
+      if (counted.exceeded) throw tooManyFailures(counted.retryAfterSeconds);
       throw new UnauthorizedError();
     }
     await next();

@@ -3,7 +3,7 @@ import type Koa from "koa";
 import type { Queryable } from "../../db/pool.ts";
 import { RateLimitedError, UnauthorizedError } from "../../domain/errors.ts";
 import { bearerToken, type AppState } from "../context.ts";
-import { countRequest, readWindow } from "./rate-limit.ts";
+import { countRequest, uncountRequest } from "./rate-limit.ts";
 
 const digest = (value: string) => createHash("sha256").update(value).digest();
 
@@ -19,21 +19,20 @@ function tooManyFailures(retryAfterSeconds: number): InstanceType<typeof RateLim
 
 /**
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. Failures
- * are counted per client address in the shared rate-limit windows (decisions section 19): an address
- * past the limit gets 429 without its token being compared, so the token cannot be guessed at speed.
+ * are limited per client address in the shared rate-limit windows (decisions section 19): every attempt
+ * is counted before its token is compared and taken back when it succeeds, so parallel guesses cannot
+ * all pass a check made before any was counted; an address past the limit gets 429 without its token
+ * being compared, the right one included, so the token cannot be guessed at speed.
  */
 export function adminAuth(adminToken: string, db: Queryable): Koa.Middleware<AppState> {
   const expected = digest(adminToken);
   return async (ctx, next) => {
     const bucket = `admin-auth-failures:${ctx.ip}`;
-    const failures = await readWindow(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-    if (failures.exceeded) throw tooManyFailures(failures.retryAfterSeconds);
+    const attempt = await countRequest(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
+    if (attempt.exceeded) throw tooManyFailures(attempt.retryAfterSeconds);
     const token = bearerToken(ctx);
-    if (token === undefined || !timingSafeEqual(digest(token), expected)) {
-      const counted = await countRequest(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-      if (counted.exceeded) throw tooManyFailures(counted.retryAfterSeconds);
-      throw new UnauthorizedError();
-    }
+    if (token === undefined || !timingSafeEqual(digest(token), expected)) throw new UnauthorizedError();
+    await uncountRequest(db, bucket);
     await next();
   };
 }

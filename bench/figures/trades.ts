@@ -171,7 +171,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     reference: { label: "raw escrow deposits on the Hardhat node", value: rawPerSecond, unit: "tx/s", detail: { transactions: hashes.length, seconds: round(rawSeconds, 2), wallets: pipelines, unsuccessful: reverted } },
     extra: [],
     comparison: ratio(trades.unitsPerSecond, rawPerSecond, "raw deposits"),
-    params: { pipelines, amountUsdc: AMOUNT_USDC, maxTrades, durationMs },
+    params: { pipelines, buyerWallets: buyers, amountUsdc: AMOUNT_USDC, maxTrades, durationMs },
     notes,
   };
 }

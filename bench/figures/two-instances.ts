@@ -138,7 +138,7 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
       label: `trades to ${two.finalStatus}, two instances`,
       value: two.trades.unitsPerSecond,
       unit: "trades/s",
-      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, noneLost: checks.noneLost, ...stageMedians(two.stages) },
+      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, tradesPerSecondToLastCompleted: two.trades.unitsPerSecondToLastCompleted, noneLost: checks.noneLost, ...stageMedians(two.stages) },
     },
     reference: { label: "trades, one instance", value: oneInstance.value, unit: "trades/s", detail: oneInstance.detail },
     extra: [],

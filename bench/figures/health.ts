@@ -49,7 +49,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   log(`authenticated health ${health.requestsPerSecond} req/s, p99 ${health.latencyMs.p99} ms, non-2xx ${health.non2xx}`);
   const notes = [
     "autocannon 9.0.0 driven from the bench process; the service and the reference each run in their own child process.",
-    "The partner is ENTERPRISE with limits.requestsPerMinute = 100000 (the admin maximum), so rate limiting never refuses a request during the run; every request still authenticates (SHA-256 key lookup in PostgreSQL) and counts in the shared rate-limit window (one upsert).",
+    "The partner is ENTERPRISE with limits.requestsPerMinute = 100000 (the admin maximum), so rate limiting never refuses a request during the run; every request still authenticates (the key's SHA-256 looked up in the in-memory credential cache, PostgreSQL only on a miss, a partner_changed notification or after 5 s) and counts in this instance's in-memory rate-limit window, added to the shared window in PostgreSQL every 200 ms off the request's path.",
   ];
   if (health.non2xx > 0 || health.errors > 0) notes.push(`The health run had ${health.non2xx} non-2xx answers and ${health.errors} errors: the figure counts only completed requests.`);
   return {

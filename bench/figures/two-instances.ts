@@ -124,7 +124,7 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
   log(`checks: ${JSON.stringify(checks)}`);
 
   const notes = [
-    `Figure 5's load (${load.pipelines} pipelines, up to ${load.maxTrades} trades or ${load.durationMs / 1000} s) with pipeline i making its orders and payments through instance i % 2: the stack's service and a second service child process (test/support/service-process.ts) on the same database, pg-boss schema, chain, service signer key and indexer schema. Background work (the chain event consumer, payment verification, release transactions, webhook deliveries) goes to whichever instance takes it.`,
+    `Figure 5's load (${load.pipelines} pipelines sharing ${two.buyers} sandbox buyer wallets, up to ${load.maxTrades} trades or ${load.durationMs / 1000} s) with pipeline i making its orders and payments through instance i % 2: the stack's service and a second service child process (test/support/service-process.ts) on the same database, pg-boss schema, chain, service signer key and indexer schema. Background work (the chain event consumer, payment verification, release transactions, webhook deliveries) goes to whichever instance takes it.`,
     `One instance: ${oneInstance.source}.`,
     `Checked after the run (waiting up to ${SETTLE_MS / 1000} s for stragglers and pending deliveries): ${checks.completed}/${checks.orders} orders ${two.finalStatus}; ${checks.releasedOnce} released on chain exactly once and ${checks.releasedMoreThanOnce} more than once (Released events from eth_getLogs since the run's first block); ${checks.duplicateActions} (order, action) pairs recorded more than once and ${checks.revertedTransactions} reverted transactions in chain_transactions; ${checks.webhooksDelivered}/${checks.webhookEvents} webhook events DELIVERED, ${checks.webhookDuplicates} received more than once and ${checks.webhooksMissing} never. None lost or doubled: ${checks.noneLost ? "yes" : "NO"}.`,
   ];
@@ -138,12 +138,12 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
       label: `trades to ${two.finalStatus}, two instances`,
       value: two.trades.unitsPerSecond,
       unit: "trades/s",
-      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, noneLost: checks.noneLost, ...stageMedians(two.stages) },
+      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, tradesPerSecondToLastCompleted: two.trades.unitsPerSecondToLastCompleted, noneLost: checks.noneLost, ...stageMedians(two.stages) },
     },
     reference: { label: "trades, one instance", value: oneInstance.value, unit: "trades/s", detail: oneInstance.detail },
     extra: [],
     comparison: ratio(two.trades.unitsPerSecond, oneInstance.value, "one instance"),
-    params: { ...load, instances: 2 },
+    params: { ...load, buyerWallets: two.buyers, instances: 2 },
     notes,
   };
 }

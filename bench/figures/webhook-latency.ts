@@ -74,7 +74,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     // A seller deposits after the order exists and the partner knows of it: wait for order.created,
     // so its delivery is not still ahead of deposit_confirmed's (first attempts go in sequence order).
     await stack.receiver.waitFor(order.id, "order.created", STEP_TIMEOUT_MS);
-    // Random phase against the pollers (indexer 250 ms, consumer 250 ms, delivery worker 500 ms).
+    // Random phase against the pollers left (Ponder 100 ms; the consumer's 250 ms and the delivery worker's 0.5 s are fallbacks to NOTIFY wake-ups).
     await sleep(Math.random() * 500);
 
     const depositHash = await seller.send(chainSettings.escrowAddress, depositCall(terms, signature), GAS.deposit);
@@ -129,7 +129,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     params: { trades: dw.count, indexerPollingMs: 250, consumerPollMs: 250, deliveryPollingMs: 500, benchPollMs: POLL_MS },
     notes: [
       "t0 is when eth_sendRawTransaction answered: under automine the Hardhat node has mined the block by then (the receipt is read and checked right after), so t0 is at most one local round trip after the block exists. Block timestamps are whole seconds (and run ahead of the wall clock on a fast local chain), so they cannot time a sub-second path.",
-      "One trade at a time; the deposit is sent once the order.created webhook has arrived (a seller deposits after the order exists, and one order's deliveries are first attempted in sequence order, so an undelivered order.created would hold deposit_confirmed back), and a random 0-500 ms pause precedes each transaction so the samples do not lock onto the phase of the periodic pollers: Ponder polls the node every 250 ms, the service's escrow-event consumer polls escrow_event every 250 ms, the webhook delivery worker polls pg-boss every 0.5 s.",
+      "One trade at a time; the deposit is sent once the order.created webhook has arrived (a seller deposits after the order exists, and one order's deliveries are first attempted in sequence order, so an undelivered order.created would hold deposit_confirmed back), and a random 0-500 ms pause precedes each transaction so the samples do not lock onto the phase of the periodic pollers: Ponder polls the node every 100 ms on chain 31337; the service's escrow-event consumer is woken by Ponder's <schema>_live_query NOTIFY when a block commits (its 250 ms poll of escrow_event is a fallback), and the webhook delivery worker by pg-boss's NOTIFY when a delivery job is written (0.5 s polling as the fallback).",
       "The indexer lag is observed by polling escrow_event every 10 ms from the bench, so it carries up to 10 ms of polling delay.",
     ],
   };

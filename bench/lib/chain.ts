@@ -1,7 +1,9 @@
 // Wallets that send escrow transactions straight to the local Hardhat node, the way a seller's or a
 // buyer's wallet does: locally signed, with their own nonce counter, no estimate round trips. On the
 // Hardhat node (automine) eth_sendRawTransaction answers once the transaction is mined, so the moment
-// the call returns is the moment the transaction's block exists (checked by `sendMined`).
+// the call returns is the moment the transaction's block exists (checked by `sendMined`). One wallet's
+// sends go out one after another (a queue per wallet), so pipelines sharing a wallet never send a
+// nonce ahead of the one before it (which automine would hold back instead of mining).
 import { randomBytes } from "node:crypto";
 import { encodeFunctionData, getAddress, maxUint256, type Address, type Hex } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
@@ -53,7 +55,10 @@ export interface FastWallet {
   address: Address;
   /** Signs the next transaction of this wallet (takes its nonce). */
   sign(to: Address, data: Hex, gas: bigint): Promise<Hex>;
-  /** Signs and sends; resolves with the hash once the node answered (mined, under automine). */
+  /**
+   * Signs and sends after this wallet's earlier sends were answered; resolves with the hash once the
+   * node answered (mined, under automine). A failed send re-reads the nonce before the next one goes.
+   */
   send(to: Address, data: Hex, gas: bigint): Promise<Hex>;
   /** Re-reads the nonce from the node (after a failed send). */
   resync(): Promise<void>;
@@ -66,6 +71,7 @@ export const GAS = { deposit: 400_000n, lock: 200_000n, token: 120_000n } as con
 export async function fastWallet(rpc: Rpc, chainId: number, privateKey: Hex): Promise<FastWallet> {
   const account = privateKeyToAccount(privateKey);
   let nonce = Number.parseInt(await rpc.call<string>("eth_getTransactionCount", [account.address, "pending"]), 16);
+  let queue: Promise<unknown> = Promise.resolve();
   const wallet: FastWallet = {
     account,
     address: account.address,
@@ -74,14 +80,18 @@ export async function fastWallet(rpc: Rpc, chainId: number, privateKey: Hex): Pr
       nonce += 1;
       return account.signTransaction({ type: "eip1559", chainId, nonce: current, to, data, gas, maxFeePerGas: MAX_FEE, maxPriorityFeePerGas: PRIORITY_FEE });
     },
-    async send(to, data, gas) {
-      const raw = await wallet.sign(to, data, gas);
-      try {
-        return await rpc.call<Hex>("eth_sendRawTransaction", [raw]);
-      } catch (error) {
-        await wallet.resync();
-        throw error;
-      }
+    send(to, data, gas) {
+      const sent = queue.then(async () => {
+        const raw = await wallet.sign(to, data, gas);
+        try {
+          return await rpc.call<Hex>("eth_sendRawTransaction", [raw]);
+        } catch (error) {
+          await wallet.resync();
+          throw error;
+        }
+      });
+      queue = sent.catch(() => undefined);
+      return sent;
     },
     async resync() {
       nonce = Number.parseInt(await rpc.call<string>("eth_getTransactionCount", [account.address, "pending"]), 16);

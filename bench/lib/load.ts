@@ -93,6 +93,11 @@ export interface ClosedLoopResult {
   failures: number;
   elapsedSeconds: number | null;
   unitsPerSecond: number | null;
+  /**
+   * Completed units per second up to the last one's end: the rate without the tail a failing unit
+   * adds when it fails only at its timeout (equal to unitsPerSecond when none did).
+   */
+  unitsPerSecondToLastCompleted: number | null;
   latencyMs: LatencySummary;
   firstErrors: string[];
 }
@@ -115,6 +120,7 @@ export async function closedLoop(options: ClosedLoopOptions, unit: (worker: numb
   const errors: string[] = [];
   let failures = 0;
   let started = 0;
+  let lastCompleted = 0;
   const start = nowMs();
   const deadline = start + options.durationMs;
   await Promise.all(
@@ -127,6 +133,7 @@ export async function closedLoop(options: ClosedLoopOptions, unit: (worker: numb
         try {
           await unit(worker, index);
           latencies.push(nowMs() - t0);
+          lastCompleted = nowMs();
           consecutive = 0;
         } catch (error) {
           failures += 1;
@@ -143,6 +150,7 @@ export async function closedLoop(options: ClosedLoopOptions, unit: (worker: numb
     failures,
     elapsedSeconds: round(elapsed, 2),
     unitsPerSecond: round(latencies.length / elapsed, 2),
+    unitsPerSecondToLastCompleted: latencies.length > 0 ? round(latencies.length / ((lastCompleted - start) / 1000), 2) : null,
     latencyMs: summarize(latencies),
     firstErrors: errors,
   };

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type Koa from "koa";
-import type { Queryable } from "../../db/pool.ts";
+import { withTransaction, type Pool } from "../../db/pool.ts";
 import { RateLimitedError, UnauthorizedError } from "../../domain/errors.ts";
 import { bearerToken, type AppState } from "../context.ts";
-import { countRequest, uncountRequest } from "./rate-limit.ts";
+import { countRequest, readWindow } from "./rate-limit.ts";
 
 const digest = (value: string) => createHash("sha256").update(value).digest();
 
@@ -19,20 +19,27 @@ function tooManyFailures(retryAfterSeconds: number): InstanceType<typeof RateLim
 
 /**
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. Failures
- * are limited per client address in the shared rate-limit windows (decisions section 19): every attempt
- * is counted before its token is compared and taken back when it succeeds, so parallel guesses cannot
- * all pass a check made before any was counted; an address past the limit gets 429 without its token
- * being compared, the right one included, so the token cannot be guessed at speed.
+ * are limited per client address in the shared rate-limit windows (decisions section 19): an address
+ * past the limit gets 429 whatever its token, the right one included, so the token cannot be guessed at
+ * speed. Each attempt is judged under a per-address advisory lock, so racing guesses are decided one
+ * after another against the failures counted so far: no more than the limit are ever let through to
+ * their comparison's outcome.
  */
-export function adminAuth(adminToken: string, db: Queryable): Koa.Middleware<AppState> {
+export function adminAuth(adminToken: string, pool: Pool): Koa.Middleware<AppState> {
   const expected = digest(adminToken);
   return async (ctx, next) => {
     const bucket = `admin-auth-failures:${ctx.ip}`;
-    const attempt = await countRequest(db, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-    if (attempt.exceeded) throw tooManyFailures(attempt.retryAfterSeconds);
     const token = bearerToken(ctx);
-    if (token === undefined || !timingSafeEqual(digest(token), expected)) throw new UnauthorizedError();
-    await uncountRequest(db, bucket);
+    const right = token !== undefined && timingSafeEqual(digest(token), expected);
+    const refusal = await withTransaction(pool, async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [bucket]);
+      const failures = await readWindow(tx, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
+      if (failures.exceeded) return tooManyFailures(failures.retryAfterSeconds);
+      if (right) return undefined;
+      await countRequest(tx, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
+      return new UnauthorizedError();
+    });
+    if (refusal) throw refusal;
     await next();
   };
 }

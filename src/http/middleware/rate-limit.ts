@@ -67,14 +67,6 @@ export async function countRequest(db: Queryable, bucket: string, limit: number,
 }
 
 /**
- * Takes back a request counted with `countRequest` that turned out not to be a failure (a limit on
- * failures counts every attempt before judging it, so parallel attempts cannot all pass one check).
- */
-export async function uncountRequest(db: Queryable, bucket: string, now = Date.now()): Promise<void> {
-  await addToWindows(db, [{ bucket, windowStart: windowStartOf(now), delta: -1 }]);
-}
-
-/**
  * The current window of a bucket without counting this request: `exceeded` once the limit is used up.
  * For limits on failures, which are counted only when they happen.
  */

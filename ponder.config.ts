@@ -1,13 +1,13 @@
 // Ponder configuration of the escrow indexer (loaded by Ponder's vite-node through the one-line shim
 // indexer/ponder.config.ts; `ponder start --root indexer`). Every setting comes from the environment,
-// which src/chain/indexer-process.ts passes explicitly:
+// which src/stack/indexer-process.ts passes explicitly:
 //
 //   DATABASE_URL         PostgreSQL connection string (required: the service reads the tables)
 //   RPC_URL              JSON-RPC endpoint of the chain (default http://127.0.0.1:8545)
 //   CHAIN_ID             chain id (default 31337, the local Hardhat node)
 //   ESCROW_ADDRESS       escrow contract address, with ESCROW_START_BLOCK (its deployment block) ...
 //   ESCROW_START_BLOCK
-//   DEPLOYMENT_FILE      ... or the deployment JSON written by src/chain/deploy.ts
+//   DEPLOYMENT_FILE      ... or the deployment JSON written by src/stack/deploy.ts
 //   PONDER_POLLING_INTERVAL_MS  realtime polling (default 250 ms on 31337, else 1000 ms)
 //   PONDER_DB_POOL_MAX   PostgreSQL connections Ponder may open (default 12)
 //

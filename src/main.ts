@@ -8,15 +8,15 @@ import { createTransactionSender, type TransactionSender } from "./chain/transac
 import { loadSanctionsList } from "./domain/sanctions.ts";
 import { operatorModule } from "./admin/module.ts";
 import { createApp, type RouteGroups } from "./http/app.ts";
-import { orderRoutes } from "./http/routes/orders.ts";
-import { createOrderQueues, orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./jobs/order-jobs.ts";
+import { orderRoutes } from "./orders/routes.ts";
+import { createOrderQueues, orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./workers/order-effects.ts";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { sandboxOrderRoutes } from "./sandbox/order-routes.ts";
 import { createEscrowEventConsumer, type EscrowEventConsumer } from "./sync/escrow-events.ts";
 import { createBanxicoSieClient } from "./integrations/banxico-sie.ts";
 import { createFallbackRateClient } from "./integrations/fallback-rate.ts";
 import { startJobs, type PgBoss } from "./jobs/boss.ts";
-import { scheduleMaintenance } from "./jobs/maintenance.ts";
+import { scheduleMaintenance } from "./workers/maintenance.ts";
 import type { Logger } from "./logger.ts";
 import { createExchangeRates } from "./rates/exchange-rates.ts";
 import { createBanxicoSieSimulator, createFrankfurterSimulator, type RateSimulator } from "./sandbox/simulators/rates.ts";
@@ -24,7 +24,7 @@ import type { KycProviderSimulator } from "./sandbox/simulators/kyc-provider.ts"
 import { createSandboxKycSimulator, KYC_SIMULATOR_PREFIX, kycModule } from "./kyc/wiring.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { webhookRouteModule } from "./webhooks/routes.ts";
-import { startWebhookDelivery } from "./webhooks/worker.ts";
+import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
 import { CEP_SIMULATOR_PREFIX, paymentsModule } from "./payments/wiring.ts";
 import { createCepPortalSimulator, type CepPortalSimulator } from "./sandbox/simulators/cep-portal.ts";
 import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";

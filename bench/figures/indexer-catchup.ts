@@ -3,10 +3,10 @@
 // block; then a Ponder is started fresh (new schema in the stack's database) from the deployment
 // block, and the time is taken until every event is in escrow_event and its indexer_head has reached
 // the last block. Reference: eth_getLogs for the same address and block range on the same node.
-import { devAccounts, DEV_ACCOUNT, startLocalChain } from "../../src/chain/local-node.ts";
-import { deployContracts } from "../../src/chain/deploy.ts";
+import { devAccounts, DEV_ACCOUNT, startLocalChain } from "../../src/stack/local-node.ts";
+import { deployContracts } from "../../src/stack/deploy.ts";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
-import { eventTable, readIndexerHead, startIndexer, type IndexerLogger } from "../../src/chain/indexer-process.ts";
+import { eventTable, readIndexerHead, startIndexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
 import { freePort } from "../../test/support/trade-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
 import { median, nowMs, round } from "../lib/stats.ts";

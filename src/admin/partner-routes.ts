@@ -1,4 +1,4 @@
-import { operatorAudit } from "../dashboard/audit.ts";
+import { operatorAudit } from "../partners/audit.ts";
 import type { Pool } from "../db/pool.ts";
 import { ValidationError } from "../domain/errors.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";

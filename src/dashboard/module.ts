@@ -8,7 +8,7 @@ import { staticPageRouter } from "../http/static-page.ts";
 import { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import { getPartner } from "../partners/partners.ts";
-import { listAudit, operatorAudit } from "./audit.ts";
+import { listAudit, operatorAudit } from "../partners/audit.ts";
 import { SESSION_COOKIE } from "./guards.ts";
 import { listMembers, memberView, type Role } from "./members.ts";
 import { dashboardRoutes, invite, inviteBody, invitedSchema, type DashboardRouteDeps } from "./routes.ts";

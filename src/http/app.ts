@@ -16,10 +16,10 @@ import { buildOpenApiDocument, docsRoutes } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { createRouter } from "./router.ts";
 import { RouteGroup } from "./routes.ts";
-import { exchangeRateRoutes } from "./routes/exchange-rate.ts";
-import { healthRoutes } from "./routes/health.ts";
-import { quoteRoutes } from "./routes/quotes.ts";
-import { userRoutes } from "./routes/users.ts";
+import { exchangeRateRoutes } from "../rates/routes.ts";
+import { healthRoutes } from "./health-routes.ts";
+import { quoteRoutes } from "../quotes/routes.ts";
+import { userRoutes } from "../users/routes.ts";
 
 export const PARTNER_PREFIX = "/api/v1";
 export const ADMIN_PREFIX = "/admin/v1";

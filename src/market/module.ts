@@ -19,7 +19,7 @@ import type { BuyerPolicy } from "./buyers.ts";
 import { marketPageRouter } from "./page.ts";
 import { createPermitIssuer, type PermitIssuer } from "./permits.ts";
 import { MARKET_PREFIX, marketRoutes, signInRateLimit } from "./routes.ts";
-import { marketSandboxRoutes, sandboxChainRoutes } from "./sandbox-routes.ts";
+import { marketSandboxRoutes, sandboxChainRoutes } from "../sandbox/market-routes.ts";
 
 export function buyerPolicy(config: Config): BuyerPolicy {
   return { maxOpenLocks: config.buyerMaxOpenLocks, maxExpiredLocks: config.buyerMaxExpiredLocks, sandbox: config.sandbox };

@@ -4,7 +4,7 @@ import type { Pool } from "../db/pool.ts";
 import type { RouteGroups } from "../http/app.ts";
 import { createCepPortalClient } from "../integrations/cep-portal.ts";
 import type { PgBoss } from "../jobs/boss.ts";
-import { startPaymentVerificationWorker } from "../jobs/payment-jobs.ts";
+import { startPaymentVerificationWorker } from "../workers/payment-verification.ts";
 import type { Logger } from "../logger.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
 import { sandboxPaymentRoutes } from "../sandbox/payment-routes.ts";

@@ -1,4 +1,4 @@
-import { recordAudit, type AuditContext } from "../dashboard/audit.ts";
+import { recordAudit, type AuditContext } from "../partners/audit.ts";
 import { whereEqual } from "../db/filters.ts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";

@@ -1,7 +1,7 @@
 import { adminDeliveryRoutes } from "../admin/delivery-routes.ts";
 import type { Pool } from "../db/pool.ts";
 import type { RouteGroups } from "../http/app.ts";
-import { partnerWebhookRoutes } from "../http/routes/webhooks.ts";
+import { partnerWebhookRoutes } from "./partner-routes.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 
 /** For createApp's `routeModules`: `GET /api/v1/webhooks` and the admin delivery routes. */

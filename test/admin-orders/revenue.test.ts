@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { mexicoMonth } from "../../src/kyc/months.ts";
 import { disputeOrder, escrowCredit, resolve, usdcBalance, waitForAdminStatus } from "../disputes/support.ts";
 import { divideHalfUp, scaled } from "../support/cents-oracle.ts";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createPublicClient, createWalletClient, defineChain, http, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { devAccounts, LOCAL_CHAIN_ID, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
+import { devAccounts, LOCAL_CHAIN_ID, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 
 const BURST = 400;
 let chain: LocalChain;

@@ -17,8 +17,8 @@ import { createPublicClient, createWalletClient, http, keccak256, maxUint256, to
 import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
-import { deployContracts } from "../../src/chain/deploy.ts";
-import type { Deployment } from "../../src/chain/deploy.ts";
+import { deployContracts } from "../../src/stack/deploy.ts";
+import type { Deployment } from "../../src/stack/deploy.ts";
 import {
   disputeOutcome,
   escrowAbi,
@@ -34,10 +34,10 @@ import {
   qualifiedTable,
   readIndexerHead,
   startIndexer,
-} from "../../src/chain/indexer-process.ts";
-import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/chain/indexer-process.ts";
-import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
-import type { LocalChain } from "../../src/chain/local-node.ts";
+} from "../../src/stack/indexer-process.ts";
+import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/stack/indexer-process.ts";
+import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/stack/local-node.ts";
+import type { LocalChain } from "../../src/stack/local-node.ts";
 import { createTestDatabase } from "../support/database.ts";
 
 const SCHEMA = "ponder_indexer_test";

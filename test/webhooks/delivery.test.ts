@@ -7,7 +7,7 @@ import type { DeliveryRecord } from "../../src/webhooks/deliveries.ts";
 import { recordEvent } from "../../src/webhooks/outbox.ts";
 import { DELIVERY_QUEUE, enqueueAttempt } from "../../src/webhooks/queue.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
-import { sweepStalledDeliveries } from "../../src/webhooks/worker.ts";
+import { sweepStalledDeliveries } from "../../src/workers/webhook-deliveries.ts";
 import { ISO_MILLIS } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { createOrderFixture, emit, type OrderFixture } from "./support/fixtures.ts";

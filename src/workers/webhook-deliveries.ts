@@ -1,10 +1,10 @@
 import { withTransaction, type Pool } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
-import { postWebhook } from "./http-sender.ts";
-import { bindWebhookOutbox } from "./outbox.ts";
-import { DELIVERY_QUEUE, deliveryQueueOptions, enqueueAttempt, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "./queue.ts";
-import { webhookHeaders } from "./signature.ts";
+import { postWebhook } from "../webhooks/http-sender.ts";
+import { bindWebhookOutbox } from "../webhooks/outbox.ts";
+import { DELIVERY_QUEUE, deliveryQueueOptions, enqueueAttempt, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../webhooks/queue.ts";
+import { webhookHeaders } from "../webhooks/signature.ts";
 
 /** The configuration the delivery worker reads (decisions section 1 names). */
 export interface WebhookDeliveryConfig {

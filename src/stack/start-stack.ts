@@ -12,7 +12,7 @@
 // SIGINT/SIGTERM stop them in the reverse order (service, Ponder, Hardhat, PostgreSQL) and exit 0; a
 // second signal exits at once. Run by src/cli/start.ts in a process group of its own, so Ctrl-C in a
 // terminal, which signals the whole foreground group, reaches the children only through that ordered
-// shutdown; it may also be run directly (`node src/cli/start-stack.ts`). A restart keeps the database.
+// shutdown; it may also be run directly (`node src/stack/start-stack.ts`). A restart keeps the database.
 // A local chain is new on every start (a Hardhat node keeps its chain in memory): see
 // forgetEarlierLocalChains.
 import { readFileSync } from "node:fs";
@@ -23,10 +23,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Address, Hex } from "viem";
-import { compileContracts, deployContracts, readDeployment, type Deployment } from "../chain/deploy.ts";
+import { compileContracts, deployContracts, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
-import { indexerSchemaName, startIndexer } from "../chain/indexer-process.ts";
-import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts, startLocalChain } from "../chain/local-node.ts";
+import { indexerSchemaName, startIndexer } from "./indexer-process.ts";
+import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts, startLocalChain } from "./local-node.ts";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { createLogger, type Logger } from "../logger.ts";
@@ -34,7 +34,7 @@ import { startService, type RunningService } from "../main.ts";
 import { hashApiKey } from "../partners/credentials.ts";
 import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
 import { ensureDemoOwner, type DemoOwner } from "../dashboard/sandbox.ts";
-import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
+import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "../cli/sandbox-credentials.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
 const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;

@@ -2,8 +2,8 @@ import type { Job } from "pg-boss";
 import { withTransaction, type Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
-import { inTransaction, type PgBoss } from "./boss.ts";
-import { PAYMENT_VERIFY_QUEUE } from "./order-jobs.ts";
+import { inTransaction, type PgBoss } from "../jobs/boss.ts";
+import { PAYMENT_VERIFY_QUEUE } from "./order-effects.ts";
 
 /** The attempt was taken over by another worker (it expired and was retried): nothing of this one is kept. */
 class AttemptLostError extends Error {}

@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.ts";
 import { pruneRateLimitWindows } from "../http/middleware/rate-limit.ts";
 import type { Logger } from "../logger.ts";
-import type { PgBoss } from "./boss.ts";
+import type { PgBoss } from "../jobs/boss.ts";
 
 const PRUNE_RATE_LIMITS = "maintenance.prune-rate-limits";
 const PRUNE_IDEMPOTENCY_KEYS = "maintenance.prune-idempotency-keys";

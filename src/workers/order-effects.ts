@@ -6,7 +6,7 @@ import type { Logger } from "../logger.ts";
 import type { TimerKind } from "../orders/machine.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { recordEvent } from "../webhooks/outbox.ts";
-import { inTransaction, type PgBoss } from "./boss.ts";
+import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 
 export const ORDER_TIMER_QUEUE = "orders.timer";
 export const CHAIN_SEND_QUEUE = "chain.send";

@@ -2,11 +2,11 @@ import type Router from "@koa/router";
 import type { Pool } from "../db/pool.ts";
 import { UnauthorizedError, ValidationError } from "../domain/errors.ts";
 import { KycCallbackPayloadError, KycCallbackSignatureError, type KycProviderClient } from "../integrations/kyc-provider.ts";
-import { applyKycCallback } from "../kyc/callbacks.ts";
+import { applyKycCallback } from "./callbacks.ts";
 import type { Logger } from "../logger.ts";
-import type { AppState } from "./context.ts";
-import { jsonBody } from "./middleware/json-body.ts";
-import { createRouter } from "./router.ts";
+import type { AppState } from "../http/context.ts";
+import { jsonBody } from "../http/middleware/json-body.ts";
+import { createRouter } from "../http/router.ts";
 
 /** Where the KYC provider posts its signed decision and screening webhooks (outside /api/v1, no API key). */
 export const KYC_CALLBACK_PATH = "/callbacks/kyc";

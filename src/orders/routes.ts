@@ -1,12 +1,12 @@
-import type { Pool } from "../../db/pool.ts";
-import { OrderNotCancellableError } from "../../domain/errors.ts";
-import { createOrder, type OrderCreationDeps } from "../../orders/create-order.ts";
-import { ORDER_STATUSES, type OrderStatus } from "../../orders/machine.ts";
-import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderListItem, orderTimeline, type OrderViewContext } from "../../orders/queries.ts";
-import { applyOrderEvent, type OrderEffectPorts } from "../../orders/store.ts";
-import { currentPartner, type AppContext } from "../context.ts";
-import type { RouteGroup } from "../routes.ts";
-import { pagination } from "../schema.ts";
+import type { Pool } from "../db/pool.ts";
+import { OrderNotCancellableError } from "../domain/errors.ts";
+import { createOrder, type OrderCreationDeps } from "./create-order.ts";
+import { ORDER_STATUSES, type OrderStatus } from "./machine.ts";
+import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderListItem, orderTimeline, type OrderViewContext } from "./queries.ts";
+import { applyOrderEvent, type OrderEffectPorts } from "./store.ts";
+import { currentPartner, type AppContext } from "../http/context.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { pagination } from "../http/schema.ts";
 
 export interface OrderRouteDeps {
   pool: Pool;

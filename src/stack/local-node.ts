@@ -1,6 +1,6 @@
 // A local Hardhat JSON-RPC node (chain id 31337) run as a child process, for the sandbox (`npm start`
 // without RPC_URL) and for end-to-end tests. The node keeps its chain in memory only: a restart starts
-// from block 0, so callers redeploy (src/chain/deploy.ts) after starting it.
+// from block 0, so callers redeploy (src/stack/deploy.ts) after starting it.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import path from "node:path";

@@ -18,7 +18,7 @@ import {
 } from "viem";
 import type { Abi, Address, Hash, Hex, PublicClient, Transport } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { escrowAbi, testUsdcAbi } from "./escrow-abi.ts";
+import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 

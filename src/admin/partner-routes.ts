@@ -3,6 +3,7 @@ import type { Pool } from "../db/pool.ts";
 import { ValidationError } from "../domain/errors.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
 import { TIERS } from "../domain/tiers.ts";
+import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import {
@@ -38,7 +39,6 @@ const walletSchema = { type: ["string", "null"], pattern: "^0x[0-9a-fA-F]{40}$" 
 const webhookUrlSchema = { type: ["string", "null"], format: "uri", maxLength: 2048 } as const;
 const ipListSchema = { type: "array", maxItems: 100, items: { type: "string", maxLength: 64 } } as const;
 
-export type WebhookUrlCheck = (url: string) => void;
 
 function checkCommon(body: { ipAllowList?: string[]; webhookUrl?: string | null }, checkWebhookUrl: WebhookUrlCheck): void {
   for (const entry of body.ipAllowList ?? []) {

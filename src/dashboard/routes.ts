@@ -4,7 +4,7 @@ import type { Pool } from "../db/pool.ts";
 import { InvalidCredentialsError, NotFoundError, ValidationError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
-import type { WebhookUrlCheck } from "../admin/partner-routes.ts";
+import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { AppContext, AppState } from "../http/context.ts";
 import { orderDetail } from "../orders/routes.ts";
 import { deliveryFilterProperties, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";

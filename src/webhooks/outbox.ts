@@ -45,19 +45,6 @@ export interface RecordedEvent {
   body: string;
 }
 
-// The job queues recordEvent may enqueue on: every started delivery module of this process. The job row
-// is written through the caller's transaction, so the queue instance only supplies pg-boss's metadata.
-const boundQueues: PgBoss[] = [];
-
-/** Lets recordEvent enqueue first attempts through this pg-boss instance (done by startWebhookDelivery). */
-export function bindWebhookOutbox(boss: PgBoss): () => void {
-  boundQueues.push(boss);
-  return () => {
-    const index = boundQueues.lastIndexOf(boss);
-    if (index >= 0) boundQueues.splice(index, 1);
-  };
-}
-
 /**
  * Records an order event in the outbox. Call it inside the transaction that changes the order's state:
  * the event, its per-order sequence, its delivery record and the first attempt's job all commit with
@@ -71,13 +58,13 @@ export function bindWebhookOutbox(boss: PgBoss): () => void {
  * - A partner without a webhook URL gets no delivery record: the event is still stored with its
  *   sequence (the order's event history), but setting a URL later does not send past events.
  */
-export async function recordEvent(tx: Queryable, event: OutboxEvent, options: { boss?: PgBoss } = {}): Promise<RecordedEvent> {
+export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { boss: PgBoss }): Promise<RecordedEvent> {
   if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
   for (const field of CORE_FIELDS) {
     if (field in event.data) throw new Error(`Event data must not set "${field}": recordEvent fills it`);
   }
-  const boss = options.boss ?? boundQueues.at(-1);
-  if (!boss) throw new Error("The webhook outbox has no job queue: start the webhook delivery module (or bindWebhookOutbox) first");
+  // The job row is written through the caller's transaction: the queue instance only supplies pg-boss's metadata.
+  const { boss } = queue;
 
   const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null }>(
     "SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1",

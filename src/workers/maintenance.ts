@@ -1,22 +1,23 @@
-import type { Pool } from "../db/pool.ts";
-import { pruneRateLimitWindows } from "../http/middleware/rate-limit.ts";
-import type { Logger } from "../logger.ts";
 import type { PgBoss } from "../jobs/boss.ts";
+import { MAINTENANCE_QUEUES } from "../jobs/queues.ts";
+import type { Logger } from "../logger.ts";
 
-const PRUNE_RATE_LIMITS = "maintenance.prune-rate-limits";
-const PRUNE_IDEMPOTENCY_KEYS = "maintenance.prune-idempotency-keys";
+/** The periodic clean-ups, each returning how many rows it removed; the composition root supplies them. */
+export interface MaintenanceTasks {
+  /** Expired rate-limit windows (every minute). */
+  pruneRateLimitWindows(): Promise<number>;
+  /** Idempotency records past their 24 hours (hourly). */
+  pruneIdempotencyKeys(): Promise<number>;
+}
 
-/** Periodic clean-up of expired rate-limit windows and idempotency records (kept 24 h). */
-export async function scheduleMaintenance(boss: PgBoss, pool: Pool, logger: Logger): Promise<void> {
-  await boss.createQueue(PRUNE_RATE_LIMITS);
-  await boss.createQueue(PRUNE_IDEMPOTENCY_KEYS);
-  await boss.schedule(PRUNE_RATE_LIMITS, "* * * * *");
-  await boss.schedule(PRUNE_IDEMPOTENCY_KEYS, "17 * * * *");
-  await boss.work(PRUNE_RATE_LIMITS, async () => {
-    const removed = await pruneRateLimitWindows(pool);
-    logger.debug({ removed }, "pruned rate-limit windows");
-  });
-  await boss.work(PRUNE_IDEMPOTENCY_KEYS, async () => {
-    await pool.query("DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'");
-  });
+/** Schedules each maintenance task on its queue and works it. */
+export async function startMaintenance(boss: PgBoss, logger: Logger, tasks: MaintenanceTasks): Promise<void> {
+  for (const [name, queue] of Object.entries(MAINTENANCE_QUEUES) as [keyof MaintenanceTasks, (typeof MAINTENANCE_QUEUES)[keyof MaintenanceTasks]][]) {
+    await boss.createQueue(queue.name);
+    await boss.schedule(queue.name, queue.cron);
+    await boss.work(queue.name, async () => {
+      const removed = await tasks[name]();
+      logger.debug({ removed, task: name }, "maintenance task done");
+    });
+  }
 }

@@ -3,31 +3,10 @@ import type { EscrowStatus } from "../chain/escrow-gateway.ts";
 import { TransactionNotYetPossibleError, recordTransactionRequest, type TransactionSender } from "../chain/transaction-sender.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
-import type { TimerKind } from "../orders/machine.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { recordEvent } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
-
-export const ORDER_TIMER_QUEUE = "orders.timer";
-export const CHAIN_SEND_QUEUE = "chain.send";
-export const PAYMENT_VERIFY_QUEUE = "payments.verify";
-
-interface TimerJob {
-  orderId: string;
-  timer: TimerKind;
-  dueAt: string;
-}
-
-interface ChainSendJob {
-  transactionId: string;
-}
-
-export interface PaymentVerificationJob {
-  orderId: string;
-  cepTrackingKey: string;
-  operationDate: string;
-  senderBankCode: string;
-}
+import { CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
 /**
  * The order actors' effects as pg-boss jobs and outbox rows, written through the transition's own
@@ -49,26 +28,6 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
       await boss.send(PAYMENT_VERIFY_QUEUE, request satisfies PaymentVerificationJob, inTransaction(tx));
     },
   };
-}
-
-// notify: a job written wakes the workers at once instead of on their next poll (jobs/boss.ts).
-const QUEUE_OPTIONS = {
-  // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
-  // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so
-  // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
-  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
-  // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 90, notify: true },
-  // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
-  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
-};
-
-export async function createOrderQueues(boss: PgBoss): Promise<void> {
-  for (const [name, options] of Object.entries(QUEUE_OPTIONS)) {
-    await boss.createQueue(name, options);
-    // createQueue leaves an existing queue as it was: apply the current settings on every start.
-    await boss.updateQueue(name, options);
-  }
 }
 
 /** What the lock timers read from the escrow: its effective lock expiry (moved by pauses) and whether it is paused. */

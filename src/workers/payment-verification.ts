@@ -3,7 +3,7 @@ import { withTransaction, type Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
-import { PAYMENT_VERIFY_QUEUE } from "./order-effects.ts";
+import { PAYMENT_VERIFY_QUEUE } from "../jobs/queues.ts";
 
 /** The attempt was taken over by another worker (it expired and was retried): nothing of this one is kept. */
 class AttemptLostError extends Error {}

@@ -2,8 +2,8 @@ import { withTransaction, type Pool } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
 import { postWebhook } from "../webhooks/http-sender.ts";
-import { bindWebhookOutbox } from "../webhooks/outbox.ts";
-import { DELIVERY_QUEUE, deliveryQueueOptions, enqueueAttempt, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../webhooks/queue.ts";
+import { DELIVERY_QUEUE, deliveryQueueOptions, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../jobs/queues.ts";
+import { enqueueAttempt } from "../webhooks/queue.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";
 
 /** The configuration the delivery worker reads (decisions section 1 names). */
@@ -25,7 +25,7 @@ export interface WebhookDeliveryOptions {
 }
 
 export interface WebhookDelivery {
-  /** Stops taking new attempts (the one in flight finishes) and unbinds the outbox. */
+  /** Stops taking new attempts (the one in flight finishes). */
   stop(): Promise<void>;
 }
 
@@ -170,8 +170,7 @@ export async function sweepStalledDeliveries(pool: Pool, boss: PgBoss, olderThan
 }
 
 /**
- * Starts webhook delivery in this process: the delivery queue and its workers, the minute sweep, and
- * the outbox binding that lets recordEvent enqueue first attempts.
+ * Starts webhook delivery in this process: the delivery queue and its workers, and the minute sweep.
  */
 export async function startWebhookDelivery(options: WebhookDeliveryOptions): Promise<WebhookDelivery> {
   const { pool, boss, logger, config } = options;
@@ -197,10 +196,8 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     const requeued = await sweepStalledDeliveries(pool, boss, sweepAfterSeconds);
     if (requeued > 0) logger.warn({ requeued }, "re-enqueued stalled webhook deliveries");
   });
-  const unbind = bindWebhookOutbox(boss);
   return {
     async stop() {
-      unbind();
       await boss.offWork(DELIVERY_QUEUE, { wait: true });
       await boss.offWork(SWEEP_QUEUE, { wait: true });
     },

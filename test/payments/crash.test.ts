@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
 import { createPool, type Pool } from "../../src/db/pool.ts";
-import { CHAIN_SEND_QUEUE } from "../../src/workers/order-effects.ts";
+import { CHAIN_SEND_QUEUE } from "../../src/jobs/queues.ts";
 import type { ApiResponse } from "../support/service.ts";
 import { startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
 import { chainTransactions, indexedEvents, lockedOrder, sandbox, usdcBalance, waitForStatus, waitForTimeline, type Json, type PaymentStack } from "./support/payments.ts";

@@ -34,7 +34,7 @@ import { startService, type RunningService } from "../main.ts";
 import { hashApiKey } from "../partners/credentials.ts";
 import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
 import { ensureDemoOwner, type DemoOwner } from "../dashboard/sandbox.ts";
-import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "../cli/sandbox-credentials.ts";
+import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
 const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;

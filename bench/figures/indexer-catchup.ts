@@ -6,7 +6,8 @@
 import { devAccounts, DEV_ACCOUNT, startLocalChain } from "../../src/stack/local-node.ts";
 import { deployContracts } from "../../src/stack/deploy.ts";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
-import { eventTable, readIndexerHead, startIndexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
+import { startIndexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
+import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import { freePort } from "../../test/support/trade-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
 import { median, nowMs, round } from "../lib/stats.ts";

@@ -1,4 +1,4 @@
-import { qualifiedTable } from "../stack/indexer-process.ts";
+import { qualifiedTable } from "../sync/indexer-tables.ts";
 import { whereEqual } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";

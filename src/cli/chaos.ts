@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { readIndexerHead } from "../stack/indexer-process.ts";
+import { readIndexerHead } from "../sync/indexer-tables.ts";
 import { checkRun, settle, type CheckStats, type Violation } from "./chaos/checks.ts";
 import { chainClient, driveTrade, StatusPoller, USABLE_WALLETS, WalletLocks, type DriverContext, type Incident, type Partner, type Trade } from "./chaos/driver.ts";
 import { startOutside, type Outage } from "./chaos/outside.ts";

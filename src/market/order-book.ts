@@ -1,4 +1,4 @@
-import { qualifiedTable } from "../stack/indexer-process.ts";
+import { qualifiedTable } from "../sync/indexer-tables.ts";
 import type { Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";

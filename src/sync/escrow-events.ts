@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { eventTable, readIndexerHead } from "../stack/indexer-process.ts";
+import { eventTable, readIndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
-import { eventTable } from "../../src/stack/indexer-process.ts";
+import { eventTable } from "../../src/sync/indexer-tables.ts";
 import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";

@@ -28,13 +28,8 @@ import {
   refundReason,
   testUsdcAbi,
 } from "../../src/chain/escrow-abi.ts";
-import {
-  eventTable,
-  indexerSchemaName,
-  qualifiedTable,
-  readIndexerHead,
-  startIndexer,
-} from "../../src/stack/indexer-process.ts";
+import { indexerSchemaName, startIndexer } from "../../src/stack/indexer-process.ts";
+import { eventTable, qualifiedTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/stack/indexer-process.ts";
 import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/stack/local-node.ts";
 import type { LocalChain } from "../../src/stack/local-node.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createPublicClient, http, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../../../src/chain/escrow-abi.ts";
-import { eventTable } from "../../../src/stack/indexer-process.ts";
+import { eventTable } from "../../../src/sync/indexer-tables.ts";
 import { sandboxAccounts } from "../../../src/stack/local-node.ts";
 import type { Pool } from "../../../src/db/pool.ts";
 import { paymentReportMessage } from "../../../src/payments/report.ts";

@@ -19,6 +19,7 @@ import {
 import type { Abi, Address, Hash, Hex, PublicClient, Transport } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
+import { DEV_ACCOUNT, devAccounts } from "./local-node.ts";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -260,4 +261,23 @@ export async function readDeployment(file: string): Promise<Deployment> {
     deploymentBlock,
     deployedAt,
   };
+}
+
+/**
+ * Deploys to a local chain with the development accounts (src/stack/local-node.ts): deployer 0, admin
+ * 10, service 1, arbiter 2, treasury 3, unless `service` or `arbiter` is given (configured keys). What
+ * start-up, the test stacks and the bench deploy.
+ */
+export async function deployLocal(
+  options: { rpcUrl: string; service?: Address; arbiter?: Address } & Pick<DeployOptions, "refundGraceSeconds" | "deploymentFile" | "pollingIntervalMs">,
+): Promise<Deployment> {
+  const { service, arbiter, ...rest } = options;
+  return deployContracts({
+    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
+    serviceAddress: service ?? devAccounts[DEV_ACCOUNT.service].address,
+    arbiterAddress: arbiter ?? devAccounts[DEV_ACCOUNT.arbiter].address,
+    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+    ...rest,
+  });
 }

@@ -23,7 +23,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Address, Hex } from "viem";
-import { compileContracts, deployContracts, readDeployment, type Deployment } from "./deploy.ts";
+import { compileContracts, deployLocal, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
 import { indexerSchemaName, startIndexer } from "./indexer-process.ts";
 import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts, startLocalChain } from "./local-node.ts";
@@ -111,13 +111,10 @@ async function startLocalSandboxChain(config: Config, logger: Logger, started: S
       await rpc(chain.rpcUrl, "hardhat_setBalance", [addressOf(key), "0x21e19e0c9bab2400000"]); // 10,000 ETH
     }
   }
-  const deployment = await deployContracts({
+  const deployment = await deployLocal({
     rpcUrl: chain.rpcUrl,
-    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-    serviceAddress: addressOf(keys.service),
-    arbiterAddress: addressOf(keys.arbiter),
-    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+    service: addressOf(keys.service),
+    arbiter: addressOf(keys.arbiter),
     deploymentFile: path.join(config.dataDir, "deployment.json"),
   });
   logger.info({ rpcUrl: chain.rpcUrl, ...deployment }, "local chain started and contracts deployed");

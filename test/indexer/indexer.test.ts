@@ -17,7 +17,7 @@ import { createPublicClient, createWalletClient, http, keccak256, maxUint256, to
 import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
-import { deployContracts } from "../../src/stack/deploy.ts";
+import { deployLocal } from "../../src/stack/deploy.ts";
 import type { Deployment } from "../../src/stack/deploy.ts";
 import {
   disputeOutcome,
@@ -326,15 +326,7 @@ before(async () => {
   arbiter = wallet(2);
   seller = wallet(4);
   buyer = wallet(5);
-  deployment = await deployContracts({
-    rpcUrl: chain.rpcUrl,
-    deployerPrivateKey: devAccounts[0].privateKey,
-    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-    serviceAddress: service.account.address,
-    arbiterAddress: arbiter.account.address,
-    treasuryAddress: devAccounts[3].address,
-    pollingIntervalMs: 50,
-  });
+  deployment = await deployLocal({ rpcUrl: chain.rpcUrl, service: service.account.address, arbiter: arbiter.account.address, pollingIntervalMs: 50 });
   await send(admin, "usdc", "mint", [seller.account.address, 1_000_000n * USDC]);
   await send(seller, "usdc", "approve", [deployment.escrowAddress, maxUint256]);
   database = await createTestDatabase();

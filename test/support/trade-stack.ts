@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment } from "../../src/stack/deploy.ts";
+import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
 import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
@@ -56,13 +56,8 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
   try {
     const chain = await startLocalChain({ port: 0 });
     started.push(() => chain.stop());
-    const deployment = await deployContracts({
+    const deployment = await deployLocal({
       rpcUrl: chain.rpcUrl,
-      deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-      serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-      arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-      treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
       ...(options.refundGraceSeconds !== undefined ? { refundGraceSeconds: options.refundGraceSeconds } : {}),
     });
     const database = await createTestDatabase();

@@ -11,7 +11,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment } from "../../stack/deploy.ts";
+import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../stack/deploy.ts";
 import type { ChainSettings } from "../../chain/escrow-gateway.ts";
 import { startIndexer, type Indexer } from "../../stack/indexer-process.ts";
 import { qualifiedTable } from "../../sync/indexer-tables.ts";
@@ -115,14 +115,7 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
     if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
     const chain = await startLocalChain({ port: await freePort() });
     cleanups.push(() => chain.stop());
-    const deployment = await deployContracts({
-      rpcUrl: chain.rpcUrl,
-      deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-      serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-      arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-      treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
-      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-    });
+    const deployment = await deployLocal({ rpcUrl: chain.rpcUrl });
     // Every sandbox wallet gets a large USDC balance up front (from the deployer, whose nonces nothing
     // else uses), so a deposit needs no mint: fewer blocks, less of the chain clock's lead.
     const deployer = createWalletClient({ account: privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey), transport: viemHttp(chain.rpcUrl) });

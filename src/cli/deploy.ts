@@ -21,7 +21,8 @@ import { createPublicClient, getAddress, http, isAddress, isHex } from "viem";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_REFUND_GRACE_SECONDS, compileContracts, deployContracts } from "../stack/deploy.ts";
-import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts } from "../stack/local-node.ts";
+import { DEV_ACCOUNT, devAccounts } from "../stack/local-node.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
 type Env = Record<string, string | undefined>;
 

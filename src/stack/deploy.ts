@@ -3,7 +3,6 @@
 import { execFile } from "node:child_process";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import {
   createPublicClient,
@@ -20,8 +19,8 @@ import type { Abi, Address, Hash, Hex, PublicClient, Transport } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
 import { DEV_ACCOUNT, devAccounts } from "./local-node.ts";
+import { repoRoot } from "../paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 export const defaultArtifactsDir = path.join(repoRoot, "artifacts");
 

@@ -43,11 +43,11 @@ import { createWriteStream, readFileSync, readdirSync } from "node:fs";
 import type { WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import type { Address } from "viem";
 import { checkSchema } from "../sync/indexer-tables.ts";
+import { repoRoot } from "../paths.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 export const indexerRoot = path.join(repoRoot, "indexer");
 
@@ -165,7 +165,6 @@ export interface Indexer {
 const ORPHAN_WATCHDOG =
   "data:text/javascript,const parent=process.ppid;let since=0;setInterval(()=>{if(process.ppid===parent)return;if(!since){since=Date.now();process.kill(process.pid,'SIGINT')}else if(Date.now()-since>20000)process.exit(1)},1000).unref();";
 
-const LOCAL_CHAIN_ID = 31337;
 
 /** Pino's level numbers. */
 const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50 } as const;

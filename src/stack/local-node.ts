@@ -4,12 +4,11 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Address, Hex } from "viem";
+import { repoRoot } from "../paths.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
-export const LOCAL_CHAIN_ID = 31337;
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const hardhatCli = path.join(repoRoot, "node_modules/hardhat/dist/src/cli.js");
 
 /**

@@ -26,7 +26,7 @@ import type { Address, Hex } from "viem";
 import { compileContracts, deployLocal, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
 import { indexerSchemaName, startIndexer } from "./indexer-process.ts";
-import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts, startLocalChain } from "./local-node.ts";
+import { DEV_ACCOUNT, devAccounts, startLocalChain } from "./local-node.ts";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { createLogger, type Logger } from "../logger.ts";
@@ -35,6 +35,7 @@ import { hashApiKey } from "../partners/credentials.ts";
 import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
 import { ensureDemoOwner, type DemoOwner } from "../dashboard/sandbox.ts";
 import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
 const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;

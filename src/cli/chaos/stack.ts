@@ -9,7 +9,6 @@ import { createWriteStream, existsSync, type WriteStream } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../stack/deploy.ts";
 import type { ChainSettings } from "../../chain/escrow-gateway.ts";
@@ -19,8 +18,8 @@ import { devAccounts, DEV_ACCOUNT, sandboxAccounts, startLocalChain, type LocalC
 import { testUsdcAbi } from "../../chain/escrow-abi.ts";
 import { createPublicClient, createWalletClient, http as viemHttp } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { repoRoot } from "../../paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const serviceScript = path.join(repoRoot, "src/cli/chaos/service-process.ts");
 
 /** The PostgreSQL server the harness creates its database on (the tests' server). */

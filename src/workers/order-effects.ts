@@ -6,6 +6,7 @@ import type { Logger } from "../logger.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { recordEvent } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
+import { recordPermanentFailure, retryingOnlyWhatCanSucceed } from "../jobs/retry.ts";
 import { CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
 /**
@@ -90,10 +91,10 @@ export async function startOrderWorkers(deps: {
 }): Promise<void> {
   const { boss, pool, ports, logger, escrowStatus } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
-  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
-    const { orderId, timer, dueAt } = job!.data;
+  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
+    const { orderId, timer, dueAt } = job.data;
     const escrow = deps.escrow;
-    if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job!.data))) return;
+    if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job.data))) return;
     if (timer === "DEPOSIT_TIMEOUT" && escrowStatus) {
       const { rows } = await pool.query<{ status: string; escrow_order_id: Hex }>("SELECT status, escrow_order_id FROM orders WHERE id = $1", [orderId]);
       const row = rows[0];
@@ -111,17 +112,17 @@ export async function startOrderWorkers(deps: {
     }
     const result = await applyOrderEvent(pool, ports, orderId, { type: "TIMER_FIRED", timer, dueAt, at: new Date().toISOString() });
     logger.info({ orderId, timer, changed: result.changed, status: result.status }, "order timer fired");
-  });
+  }, recordPermanentFailure(logger, ORDER_TIMER_QUEUE)));
   const sender = deps.sender;
   if (sender) {
-    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, async ([job]) => {
+    await boss.work<ChainSendJob>(CHAIN_SEND_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, retryingOnlyWhatCanSucceed<ChainSendJob>(async (job) => {
       try {
-        const outcome = await sender.process(job!.data.transactionId);
-        logger.info({ transactionId: job!.data.transactionId, outcome }, "escrow transaction settled");
+        const outcome = await sender.process(job.data.transactionId);
+        logger.info({ transactionId: job.data.transactionId, outcome }, "escrow transaction settled");
       } catch (error) {
-        if (error instanceof TransactionNotYetPossibleError) logger.info({ transactionId: job!.data.transactionId, reason: error.message }, "escrow transaction deferred");
+        if (error instanceof TransactionNotYetPossibleError) logger.info({ transactionId: job.data.transactionId, reason: error.message }, "escrow transaction deferred");
         throw error;
       }
-    });
+    }, recordPermanentFailure(logger, CHAIN_SEND_QUEUE)));
   }
 }

@@ -318,10 +318,9 @@ function banner(b: Banner): string {
   ].join("\n");
 }
 
-async function main(): Promise<void> {
-  let config: Config;
+function configOrExit(): Config {
   try {
-    config = loadConfig(process.env);
+    return loadConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -329,7 +328,20 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+}
+
+/** What was started, stopped in reverse order on a signal or a failed start-up; a second signal exits at once. */
+interface Lifecycle {
+  started: Stoppable[];
+  /** Throws Interrupted once a signal came during start-up. */
+  checkpoint(): void;
+  interrupted(): boolean;
+  /** Start-up is done: a signal now stops everything and exits. */
+  ready(): void;
+  stopAll(): Promise<boolean>;
+}
+
+function lifecycle(logger: Logger): Lifecycle {
   const started: Stoppable[] = [];
   let ready = false;
   let interrupted = false;
@@ -364,73 +376,92 @@ async function main(): Promise<void> {
     interrupted = true;
     if (ready) void stopAll().then((clean) => process.exit(clean ? 0 : 1));
   };
-  const checkpoint = () => {
-    if (interrupted) throw new Interrupted();
-  };
-
   process.on("SIGINT", onSignal).on("SIGTERM", onSignal).on("SIGHUP", onSignal);
   watchRelay(onSignal);
+  return {
+    started,
+    checkpoint: () => {
+      if (interrupted) throw new Interrupted();
+    },
+    interrupted: () => interrupted,
+    ready: () => {
+      ready = true;
+    },
+    stopAll,
+  };
+}
+
+/** DATABASE_URL, or an embedded PostgreSQL with its data in DATA_DIR. */
+async function startDatabase(config: Config, logger: Logger, life: Lifecycle): Promise<{ url: string; shown: string }> {
+  if (config.databaseUrl !== undefined) return { url: config.databaseUrl, shown: redactedUrl(config.databaseUrl) };
+  const { startEmbeddedPostgres } = await import("../db/embedded-postgres.ts");
+  const database = await startEmbeddedPostgres(config.dataDir, logger);
+  life.started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, database.databaseDir) });
+  return { url: database.url, shown: `${database.url}  (embedded, data in ${database.databaseDir})` };
+}
+
+/** The Ponder indexer over the deployment, in its schema (INDEXER_SCHEMA or one named after the deployment). */
+async function startDeploymentIndexer(config: Config, logger: Logger, life: Lifecycle, databaseUrl: string, chain: ChainPlan, state: SandboxState) {
+  const { settings, deployment } = chain;
+  const schema = config.indexerSchema ?? (await indexerSchemaName({ rpcUrl: settings.rpcUrl, chainId: settings.chainId, escrowAddress: settings.escrowAddress, startBlock: deployment.deploymentBlock }));
+  if (chain.local) await forgetEarlierLocalChains(databaseUrl, state.localChainSchema, logger);
+  const indexerPort = config.port === 0 ? await availablePort(0, config.host) : await availablePort(config.port + 1, config.host);
+  const indexer = await startIndexer({
+    databaseUrl,
+    schema,
+    rpcUrl: settings.rpcUrl,
+    chainId: settings.chainId,
+    escrowAddress: settings.escrowAddress,
+    startBlock: deployment.deploymentBlock,
+    port: indexerPort,
+    hostname: config.host,
+    logger,
+    logLevel: ponderLogLevel(config.logLevel),
+  });
+  life.started.push({ name: "Ponder indexer", stop: () => indexer.stop() });
+  void indexer.exited.then(({ code, signal }) => {
+    if (!life.interrupted()) logger.error({ code, signal }, "the Ponder indexer exited: chain events no longer reach the orders; restart npm start");
+  });
+  return { indexer, schema };
+}
+
+/** In sandbox: the demo partner and its dashboard owner, and what the next start reuses (DATA_DIR). */
+async function rememberSandbox(config: Config, logger: Logger, service: RunningService, state: SandboxState, kept: { adminToken: string; localChainSchema: string | undefined }) {
+  const demo = await demoPartner(service.pool, state, logger);
+  const demoOwner = await ensureDemoOwner(service.pool, demo.id, state.demoOwner);
+  const next: SandboxState = { ...state, demoPartner: demo, demoOwner };
+  if (config.adminToken === undefined) next.adminToken = kept.adminToken;
+  if (kept.localChainSchema !== undefined) next.localChainSchema = kept.localChainSchema;
+  await writeSandboxState(config.dataDir, next);
+  return { demo, demoOwner };
+}
+
+async function main(): Promise<void> {
+  const config = configOrExit();
+  const logger = createLogger(config.logLevel);
+  const life = lifecycle(logger);
+  const { checkpoint } = life;
   try {
     await mkdir(config.dataDir, { recursive: true });
     const state: SandboxState = config.sandbox ? await readSandboxState(config.dataDir) : {};
-
-    let databaseUrl: string;
-    let databaseShown: string;
-    if (config.databaseUrl !== undefined) {
-      databaseUrl = config.databaseUrl;
-      databaseShown = redactedUrl(databaseUrl);
-    } else {
-      const { startEmbeddedPostgres } = await import("../db/embedded-postgres.ts");
-      const database = await startEmbeddedPostgres(config.dataDir, logger);
-      started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, database.databaseDir) });
-      databaseUrl = database.url;
-      databaseShown = `${database.url}  (embedded, data in ${database.databaseDir})`;
-    }
+    const database = await startDatabase(config, logger, life);
     checkpoint();
 
     const chain = config.rpcUrl === undefined
-      ? await startLocalSandboxChain(config, logger, started, checkpoint)
+      ? await startLocalSandboxChain(config, logger, life.started, checkpoint)
       : await configuredChain(config, config.rpcUrl, logger);
     checkpoint();
 
-    const { settings, deployment } = chain;
-    const schema = config.indexerSchema ?? (await indexerSchemaName({ rpcUrl: settings.rpcUrl, chainId: settings.chainId, escrowAddress: settings.escrowAddress, startBlock: deployment.deploymentBlock }));
-    if (chain.local) await forgetEarlierLocalChains(databaseUrl, state.localChainSchema, logger);
-    const indexerPort = config.port === 0 ? await availablePort(0, config.host) : await availablePort(config.port + 1, config.host);
-    const indexer = await startIndexer({
-      databaseUrl,
-      schema,
-      rpcUrl: settings.rpcUrl,
-      chainId: settings.chainId,
-      escrowAddress: settings.escrowAddress,
-      startBlock: deployment.deploymentBlock,
-      port: indexerPort,
-      hostname: config.host,
-      logger,
-      logLevel: ponderLogLevel(config.logLevel),
-    });
-    started.push({ name: "Ponder indexer", stop: () => indexer.stop() });
-    void indexer.exited.then(({ code, signal }) => {
-      if (!interrupted) logger.error({ code, signal }, "the Ponder indexer exited: chain events no longer reach the orders; restart npm start");
-    });
+    const { indexer, schema } = await startDeploymentIndexer(config, logger, life, database.url, chain, state);
     checkpoint();
 
     const generated = config.adminToken === undefined && config.sandbox && state.adminToken === undefined;
     const adminToken = config.adminToken ?? state.adminToken ?? generateAdminToken();
-    const service = await startService({ config, databaseUrl, adminToken, logger, chain: settings, indexerSchema: schema });
-    started.push({ name: "API and workers", stop: () => service.stop() });
+    const service = await startService({ config, databaseUrl: database.url, adminToken, logger, chain: chain.settings, indexerSchema: schema });
+    life.started.push({ name: "API and workers", stop: () => service.stop() });
     checkpoint();
 
-    let demo: Awaited<ReturnType<typeof demoPartner>> | undefined;
-    let demoOwner: DemoOwner | undefined;
-    if (config.sandbox) {
-      demo = await demoPartner(service.pool, state, logger);
-      demoOwner = await ensureDemoOwner(service.pool, demo.id, state.demoOwner);
-      const next: SandboxState = { ...state, demoPartner: demo, demoOwner };
-      if (config.adminToken === undefined) next.adminToken = adminToken;
-      if (chain.local) next.localChainSchema = schema;
-      await writeSandboxState(config.dataDir, next);
-    }
+    const sandbox = config.sandbox ? await rememberSandbox(config, logger, service, state, { adminToken, localChainSchema: chain.local ? schema : undefined }) : undefined;
     checkpoint();
 
     const stateFile = sandboxStateFile(config.dataDir);
@@ -441,22 +472,22 @@ async function main(): Promise<void> {
         // Outside the sandbox the token is the operator's secret: it is not printed.
         adminToken: config.sandbox ? adminToken : "(ADMIN_TOKEN)",
         adminTokenSource: config.adminToken !== undefined ? "from ADMIN_TOKEN" : generated ? `generated, kept in ${stateFile}` : `kept in ${stateFile}`,
-        demo,
-        demoOwner,
+        demo: sandbox?.demo,
+        demoOwner: sandbox?.demoOwner,
         chain,
         indexer: { url: indexer.url, schema },
-        database: databaseShown,
+        database: database.shown,
       }),
     );
-    ready = true;
+    life.ready();
   } catch (error) {
     if (error instanceof Interrupted) {
       logger.info("interrupted during start-up");
-      process.exit((await stopAll()) ? 0 : 1);
+      process.exit((await life.stopAll()) ? 0 : 1);
     }
     if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
     else logger.fatal({ err: error }, "start-up failed");
-    await stopAll();
+    await life.stopAll();
     process.exit(1);
   }
 }

@@ -18,6 +18,7 @@ import {
   type NewPartner,
   type PartnerChanges,
 } from "../partners/partners.ts";
+import { pageOf } from "../db/filters.ts";
 
 const nullableCount = { type: ["integer", "null"], minimum: 0 } as const;
 const nullableAmount = { type: ["number", "null"], minimum: 0 } as const;
@@ -93,7 +94,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
     async (ctx, { query }) => {
       const { partners, total } = await listPartners(pool, query.limit, query.offset);
-      ctx.body = { partners: partners.map(partnerView), total, limit: query.limit, offset: query.offset, hasMore: query.offset + partners.length < total };
+      ctx.body = pageOf("partners", partners.map(partnerView), total, query);
     },
   );
 

@@ -9,7 +9,7 @@ import type { AppContext, AppState } from "../http/context.ts";
 import { orderDetail } from "../orders/routes.ts";
 import { deliveryFilterProperties, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import type { RouteGroup, RouteSpec } from "../http/routes.ts";
-import { isoTimestamp, pagination } from "../http/schema.ts";
+import { isoTimestamp, pagination, pageSchema } from "../http/schema.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
 import { listOrderRows, orderListItem, type OrderViewContext } from "../orders/queries.ts";
@@ -23,6 +23,7 @@ import { clearSessionCookie, currentMember, currentSession, memberAudit, session
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { assertNotThrottled, countFailure, createSession, deleteSession } from "./sessions.ts";
 import { partnerUsage } from "./usage.ts";
+import { pageOf } from "../db/filters.ts";
 
 export interface DashboardRouteDeps {
   pool: Pool;
@@ -366,16 +367,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       responses: {
         200: {
           description: "Deliveries",
-          schema: {
-            type: "object",
-            properties: {
-              deliveries: { type: "array", items: deliveryRecordSchema },
-              total: { type: "integer" },
-              limit: { type: "integer" },
-              offset: { type: "integer" },
-              hasMore: { type: "boolean" },
-            },
-          },
+          schema: pageSchema("deliveries", deliveryRecordSchema),
         },
       },
       errors: ["VALIDATION_ERROR"],
@@ -452,7 +444,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       },
       async (ctx, { query }) => {
         const { rows, total } = await listOrderRows(pool, { partnerId: currentMember(ctx).partnerId, ...query });
-        ctx.body = { orders: rows.map(orderListItem), total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total };
+        ctx.body = pageOf("orders", rows.map(orderListItem), total, query);
       },
     );
 

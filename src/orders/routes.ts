@@ -7,6 +7,7 @@ import { applyOrderEvent, type OrderEffectPorts } from "./store.ts";
 import { currentPartner, type AppContext } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
+import { pageOf } from "../db/filters.ts";
 
 export interface OrderRouteDeps {
   pool: Pool;
@@ -70,7 +71,7 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
     },
     async (ctx, { query }) => {
       const { rows, total } = await listOrderRows(pool, { partnerId: currentPartner(ctx).id, ...query });
-      ctx.body = { orders: rows.map(orderListItem), total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total };
+      ctx.body = pageOf("orders", rows.map(orderListItem), total, query);
     },
   );
 

@@ -14,17 +14,20 @@ export type DisputeOutcome = (typeof DISPUTE_OUTCOMES)[number];
 export type RefundReason = "LOCK_EXPIRED" | "LISTING_EXPIRED" | "CANCELLED" | "DISPUTE";
 export type TimerKind = "DEPOSIT_TIMEOUT" | "LISTING_TIMEOUT" | "LOCK_TIMEOUT" | "REFUND_GRACE_TIMEOUT";
 export type ChainAction = "confirmPayment" | "cancel" | "expireListing" | "refundExpiredLock" | "resolveDispute";
-export type EventType =
-  | "order.created"
-  | "order.deposit_confirmed"
-  | "order.locked"
-  | "order.payment_verified"
-  | "order.completed"
-  | "order.refunded"
-  | "order.lock_expired"
-  | "order.disputed"
-  | "order.dispute_resolved"
-  | "order.expired";
+/** The webhook events an order raises: the spec's kinds plus `order.expired` (decisions section 9). */
+export const ORDER_EVENT_TYPES = [
+  "order.created",
+  "order.deposit_confirmed",
+  "order.locked",
+  "order.payment_verified",
+  "order.completed",
+  "order.refunded",
+  "order.lock_expired",
+  "order.disputed",
+  "order.dispute_resolved",
+  "order.expired",
+] as const;
+export type EventType = (typeof ORDER_EVENT_TYPES)[number];
 
 export interface OrderContext {
   orderId: string;

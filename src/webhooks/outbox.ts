@@ -1,22 +1,12 @@
 import type { Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { PgBoss } from "../jobs/boss.ts";
+import { ORDER_EVENT_TYPES, type EventType } from "../orders/machine.ts";
 import { enqueueAttempt } from "./queue.ts";
 
-/** The spec's event kinds plus `order.expired` (decisions section 9). */
-export const EVENT_TYPES = [
-  "order.created",
-  "order.deposit_confirmed",
-  "order.locked",
-  "order.payment_verified",
-  "order.completed",
-  "order.refunded",
-  "order.lock_expired",
-  "order.disputed",
-  "order.dispute_resolved",
-  "order.expired",
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+/** The event kinds an outbox row may carry: the order's (orders/machine.ts owns the list). */
+export const EVENT_TYPES = ORDER_EVENT_TYPES;
+export type { EventType };
 
 export const MAX_ATTEMPTS = 5;
 

@@ -1,4 +1,5 @@
 import { and, assign, enqueueActions, setup } from "xstate";
+import { mexicoDay } from "../domain/periods.ts";
 
 // The order state machine: it mirrors the spec's status chart (8 states, terminal states final) and is
 // the only code that decides a status change. It is pure: `transition(orderMachine, snapshot, event)`
@@ -149,12 +150,11 @@ export function lockGraceEndsAt(context: Pick<OrderContext, "lockExpiresAt" | "r
   return new Date(Date.parse(context.lockExpiresAt) + (context.refundGraceSeconds ?? 0) * 1000).toISOString();
 }
 
-const mexicoDay = (iso: string) => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Mexico_City", year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(iso));
 
 /** A report names a payment made inside the lock window: its operation day (Mexico City) is one of the window's days. */
 export function reportInLockWindow(context: Pick<OrderContext, "lockedAt" | "lockExpiresAt">, report: PaymentReportId): boolean {
   if (context.lockedAt === null || context.lockExpiresAt === null) return false;
-  return report.operationDate >= mexicoDay(context.lockedAt) && report.operationDate <= mexicoDay(context.lockExpiresAt);
+  return report.operationDate >= mexicoDay(new Date(context.lockedAt)) && report.operationDate <= mexicoDay(new Date(context.lockExpiresAt));
 }
 
 /** A report of an in-window payment is being verified: the lock-expiry refund waits for it (decisions 19). */

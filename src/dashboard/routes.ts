@@ -6,13 +6,13 @@ import { newId } from "../domain/ids.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
 import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { AppContext, AppState } from "../http/context.ts";
-import { orderDetail } from "../orders/routes.ts";
+import { orderDetail, orderListQuery, partnerOrderPage } from "../orders/routes.ts";
 import { deliveryFilterProperties, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import type { RouteGroup, RouteSpec } from "../http/routes.ts";
 import { isoTimestamp, pagination, pageSchema } from "../http/schema.ts";
 import type { PgBoss } from "../jobs/boss.ts";
-import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
-import { listOrderRows, orderListItem, type OrderViewContext } from "../orders/queries.ts";
+import type { OrderStatus } from "../orders/machine.ts";
+import type { OrderViewContext } from "../orders/queries.ts";
 import { getPartner, partnerView, rotateApiKey, rotateWebhookSecret, updatePartner, withoutSecrets } from "../partners/partners.ts";
 import { getDeliveryDetail, listPartnerDeliveries, redeliver, type AdminDeliveryRecord } from "../webhooks/deliveries.ts";
 import { postWebhook } from "../webhooks/http-sender.ts";
@@ -23,7 +23,6 @@ import { clearSessionCookie, currentMember, currentSession, memberAudit, session
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { assertNotThrottled, countFailure, createSession, deleteSession } from "./sessions.ts";
 import { partnerUsage } from "./usage.ts";
-import { pageOf } from "../db/filters.ts";
 
 export interface DashboardRouteDeps {
   pool: Pool;
@@ -434,17 +433,12 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         role: "VIEWER",
         tag: "Orders",
         summary: "The partner's orders as GET /orders shows them, newest first",
-        query: {
-          type: "object",
-          additionalProperties: false,
-          properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
-        },
+        query: orderListQuery,
         responses: { 200: { description: "Page of orders" } },
         errors: ["VALIDATION_ERROR"],
       },
       async (ctx, { query }) => {
-        const { rows, total } = await listOrderRows(pool, { partnerId: currentMember(ctx).partnerId, ...query });
-        ctx.body = pageOf("orders", rows.map(orderListItem), total, query);
+        ctx.body = await partnerOrderPage(pool, currentMember(ctx).partnerId, query);
       },
     );
 

@@ -21,6 +21,21 @@ export async function orderDetail(deps: Pick<OrderRouteDeps, "pool" | "view">, p
   return orderDetailView(row, await orderTimeline(deps.pool, row.id), deps.view);
 }
 
+export type OrderListQuery = { status?: OrderStatus; partnerUserRef?: string; limit: number; offset: number };
+
+/** The filters of a partner's order list (GET /orders, and the dashboard's). */
+export const orderListQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
+} as const;
+
+/** One page of the partner's orders, newest first, as GET /orders shows them. */
+export async function partnerOrderPage(pool: Pool, partnerId: string, query: OrderListQuery) {
+  const { rows, total } = await listOrderRows(pool, { partnerId, ...query });
+  return pageOf("orders", rows.map(orderListItem), total, query);
+}
+
 export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
   const { pool } = deps;
 
@@ -61,17 +76,12 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
       path: "/orders",
       tag: "Orders",
       summary: "The partner's orders, newest first",
-      query: {
-        type: "object",
-        additionalProperties: false,
-        properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
-      },
+      query: orderListQuery,
       responses: { 200: { description: "Page of orders" } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
-      const { rows, total } = await listOrderRows(pool, { partnerId: currentPartner(ctx).id, ...query });
-      ctx.body = pageOf("orders", rows.map(orderListItem), total, query);
+      ctx.body = await partnerOrderPage(pool, currentPartner(ctx).id, query);
     },
   );
 

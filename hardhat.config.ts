@@ -21,7 +21,7 @@ export default defineConfig({
     },
   },
   networks: {
-    // The network `hardhat node` serves (src/chain/local-node.ts: the sandbox chain of `npm start` and of
+    // The network `hardhat node` serves (src/stack/local-node.ts: the sandbox chain of `npm start` and of
     // the trade tests). With automine each transaction gets a block of its own, and by default a block's
     // timestamp must exceed its parent's: a burst of transactions then pushes chain time one second per
     // block ahead of the wall clock, for good (the node keeps the offset), and deposit deadlines signed

@@ -1,17 +1,17 @@
 // Ponder configuration of the escrow indexer (loaded by Ponder's vite-node through the one-line shim
 // indexer/ponder.config.ts; `ponder start --root indexer`). Every setting comes from the environment,
-// which src/chain/indexer-process.ts passes explicitly:
+// which src/stack/indexer-process.ts passes explicitly:
 //
 //   DATABASE_URL         PostgreSQL connection string (required: the service reads the tables)
 //   RPC_URL              JSON-RPC endpoint of the chain (default http://127.0.0.1:8545)
 //   CHAIN_ID             chain id (default 31337, the local Hardhat node)
 //   ESCROW_ADDRESS       escrow contract address, with ESCROW_START_BLOCK (its deployment block) ...
 //   ESCROW_START_BLOCK
-//   DEPLOYMENT_FILE      ... or the deployment JSON written by src/chain/deploy.ts
+//   DEPLOYMENT_FILE      ... or the deployment JSON written by src/stack/deploy.ts
 //   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
 //                        minimum) on 31337, where a block exists the moment its transaction is sent and
 //                        the node is ours; else 1000 ms, a provider's rate limit in mind
-//   PONDER_RPC_LANES     how many times RPC_URL is given to Ponder (default 16 on 31337, else 1). Ponder
+//   PONDER_RPC_LANES     how many times RPC_URL is given to Ponder (default 4 on 31337, else 1). Ponder
 //                        throttles each RPC endpoint it is given to 20 requests/s at start and raises that
 //                        only after 10 s of saturated use, so one lane caps a backfill at about 20 blocks/s
 //                        (one eth_getBlockByNumber per block with events). A provider with a known higher
@@ -73,7 +73,7 @@ const chainId = integerEnv("CHAIN_ID", LOCAL_CHAIN_ID);
 const isLocal = chainId === LOCAL_CHAIN_ID;
 const escrow = escrowLocation(chainId);
 const rpcUrl = process.env.RPC_URL || "http://127.0.0.1:8545";
-const rpcLanes = integerEnv("PONDER_RPC_LANES", isLocal ? 16 : 1);
+const rpcLanes = integerEnv("PONDER_RPC_LANES", isLocal ? 4 : 1);
 if (rpcLanes < 1) fail("PONDER_RPC_LANES must be at least 1");
 
 export default createConfig({

@@ -1,5 +1,5 @@
 // Tables the indexer writes. Ponder creates them directly (no views) in the schema given to
-// `ponder start --schema`, with snake_case column names; see src/chain/indexer-process.ts for the
+// `ponder start --schema`, with snake_case column names; see src/stack/indexer-process.ts for the
 // SQL names and how reorganisations show up.
 import { index, onchainTable } from "ponder";
 

@@ -6,7 +6,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { keccak256, toHex, zeroAddress } from "viem";
 import type { TransactionReceipt } from "viem";
-import { ARBITER_ROLE, readArtifact } from "../src/chain/deploy.ts";
+import { ARBITER_ROLE, readArtifact } from "../src/stack/deploy.ts";
 import { disputeOutcome, escrowAbi, testUsdcAbi } from "../src/chain/escrow-abi.ts";
 import { deployFixture } from "../test/escrow/fixtures.ts";
 

@@ -1,47 +1,53 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Config } from "./config.ts";
-import { migrate } from "./db/migrate.ts";
-import { createPool, type Pool } from "./db/pool.ts";
+import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
 import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
-import { loadSanctionsList } from "./domain/sanctions.ts";
-import { operatorModule } from "./admin/module.ts";
-import { createApp, type RouteGroups } from "./http/app.ts";
-import { orderRoutes } from "./http/routes/orders.ts";
-import { createOrderQueues, orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./jobs/order-jobs.ts";
-import { escrowAbi } from "./chain/escrow-abi.ts";
-import { sandboxOrderRoutes } from "./sandbox/order-routes.ts";
-import { createEscrowEventConsumer, type EscrowEventConsumer } from "./sync/escrow-events.ts";
+import type { Config } from "./config.ts";
+import { adminApi } from "./app/admin-api.ts";
+import { partnerApi } from "./app/partner-api.ts";
+import { dashboardModule } from "./dashboard/module.ts";
+import { migrate } from "./db/migrate.ts";
+import { createPool, type Pool } from "./db/pool.ts";
+import { loadSanctionsList, type SanctionsList } from "./domain/sanctions.ts";
+import { createApp, type Surface } from "./http/app.ts";
 import { createBanxicoSieClient } from "./integrations/banxico-sie.ts";
+import { createCepPortalClient } from "./integrations/cep-portal.ts";
 import { createFallbackRateClient } from "./integrations/fallback-rate.ts";
+import { createKycProviderClient, type KycProviderClient } from "./integrations/kyc-provider.ts";
 import { startJobs, type PgBoss } from "./jobs/boss.ts";
-import { scheduleMaintenance } from "./jobs/maintenance.ts";
+import { KYC_CALLBACK_PATH } from "./kyc/callback-routes.ts";
 import type { Logger } from "./logger.ts";
-import { createExchangeRates } from "./rates/exchange-rates.ts";
-import { createBanxicoSieSimulator, createFrankfurterSimulator, type RateSimulator } from "./sandbox/simulators/rates.ts";
-import type { KycProviderSimulator } from "./sandbox/simulators/kyc-provider.ts";
-import { createSandboxKycSimulator, KYC_SIMULATOR_PREFIX, kycModule } from "./kyc/wiring.ts";
-import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
-import { webhookRouteModule } from "./webhooks/routes.ts";
-import { startWebhookDelivery } from "./webhooks/worker.ts";
-import { CEP_SIMULATOR_PREFIX, paymentsModule } from "./payments/wiring.ts";
-import { createCepPortalSimulator, type CepPortalSimulator } from "./sandbox/simulators/cep-portal.ts";
-import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
-import { databaseSpeiPayments } from "./sandbox/spei-payments.ts";
+import { applyBuyerKycCallback } from "./market/kyc.ts";
 import { marketModule, marketPermits } from "./market/module.ts";
 import type { PermitIssuer } from "./market/permits.ts";
-import { dashboardModule } from "./dashboard/module.ts";
+import type { OrderCreationDeps } from "./orders/create-order.ts";
 import type { OrderViewContext } from "./orders/queries.ts";
-import { createRateLimits, type Clock } from "./http/middleware/rate-limit.ts";
-import { createPartnerCredentials } from "./partners/credential-cache.ts";
+import type { OrderEffectPorts } from "./orders/store.ts";
+import { createPaymentVerifier } from "./payments/verification.ts";
+import { createExchangeRates, type ExchangeRates } from "./rates/exchange-rates.ts";
+import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
+import { createSimulators, sandboxSurface, SIMULATOR_PREFIX, type SandboxSimulators } from "./sandbox/surface.ts";
+import { createEscrowEventConsumer, type EscrowEventConsumer } from "./sync/escrow-events.ts";
+import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
+import { startMaintenance } from "./workers/maintenance.ts";
+import { createOrderQueues } from "./jobs/queues.ts";
+import { orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./workers/order-effects.ts";
+import { startPaymentVerificationWorker } from "./workers/payment-verification.ts";
+import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
+import { pruneIdempotencyKeys } from "./http/middleware/idempotency.ts";
+import { pruneRateLimitWindows } from "./http/middleware/rate-limit.ts";
+import { createRateLimits, systemClock, type Clock, type RateLimits } from "./http/middleware/rate-limit.ts";
+import { createPartnerCredentials, type PartnerCredentials } from "./partners/credential-cache.ts";
 
-export interface SandboxSimulators {
-  banxico: RateSimulator;
-  fallbackRate: RateSimulator;
-  kyc: KycProviderSimulator;
-  cep: CepPortalSimulator;
-}
+// The composition root: the one place that builds the service's parts and hands each what it needs.
+
+export type { SandboxSimulators };
+
+/** Per-call timeout for session creation at the KYC provider; past it, KYC_SESSION_FAILED. */
+const KYC_PROVIDER_TIMEOUT_MS = 15_000;
+/** Deadline of one CEP lookup (query and download). */
+const CEP_TIMEOUT_MS = 20_000;
 
 export interface RunningService {
   baseUrl: string;
@@ -78,168 +84,193 @@ async function listen(server: http.Server, port: number, host: string): Promise<
   return `http://${shownHost}:${address.port}`;
 }
 
+/** The outside services' clients, and in sandbox their simulators on the service's own address. */
+interface OutsideServices {
+  secrets: SandboxSecrets | undefined;
+  simulators: SandboxSimulators | undefined;
+  rates: ExchangeRates;
+  kycProvider: KycProviderClient;
+  cepBaseUrl: string;
+}
+
+async function outsideServices(config: Config, pool: Pool, logger: Logger, baseUrl: string): Promise<OutsideServices> {
+  const secrets = config.sandbox ? await sandboxSecrets(config.dataDir) : undefined;
+  const banxicoToken = config.banxicoToken ?? secrets?.banxicoToken ?? "";
+  const kycCredentials = { apiKey: config.kycProviderApiKey ?? secrets?.kycApiKey ?? "", secret: config.kycProviderSecret ?? secrets?.kycSecret ?? "" };
+  const simulators = config.sandbox
+    ? createSimulators({ pool, banxicoToken, kycCredentials, usdMxn: config.sandboxUsdMxn, baseUrl, kycCallbackPath: KYC_CALLBACK_PATH })
+    : undefined;
+  const rateClients = [
+    createBanxicoSieClient({ baseUrl: config.banxicoSieUrl ?? `${baseUrl}${SIMULATOR_PREFIX.banxico}`, token: banxicoToken }),
+    createFallbackRateClient({ baseUrl: config.fallbackRateUrl ?? `${baseUrl}${SIMULATOR_PREFIX.fallbackRate}` }),
+  ];
+  return {
+    secrets,
+    simulators,
+    rates: createExchangeRates(pool, rateClients, config.rateValiditySeconds, logger),
+    kycProvider: createKycProviderClient({ baseUrl: config.kycProviderUrl ?? `${baseUrl}${SIMULATOR_PREFIX.kyc}`, ...kycCredentials, timeoutMs: KYC_PROVIDER_TIMEOUT_MS }),
+    cepBaseUrl: config.cepUrl ?? `${baseUrl}${SIMULATOR_PREFIX.cep}`,
+  };
+}
+
+/** What the service builds over a chain: the signer and sender, order creation, lock permits, the event consumer. */
+interface ChainParts {
+  gateway: EscrowGateway;
+  sender: TransactionSender;
+  sanctions: SanctionsList;
+  view: OrderViewContext;
+  creation: OrderCreationDeps;
+  permits: PermitIssuer;
+  consumer: EscrowEventConsumer | undefined;
+}
+
+async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, ports: OrderEffectPorts): Promise<ChainParts> {
+  const { config, logger, chain: settings } = options;
+  const gateway = createEscrowGateway(settings);
+  const sender = createTransactionSender({ pool, gateway, logger });
+  const sanctions = await loadSanctionsList(config.sanctionsListFiles);
+  const view = {
+    chain: { chainId: settings.chainId, escrowAddress: settings.escrowAddress, tokenAddress: settings.usdcAddress },
+    listingWindowSeconds: config.listingTimeoutSeconds,
+    lockWindowSeconds: config.lockWindowSeconds,
+  };
+  const creation = {
+    pool,
+    ports,
+    sanctions,
+    timing: { depositTimeoutSeconds: config.depositTimeoutSeconds, listingTimeoutSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds },
+    chain: {
+      chainId: settings.chainId,
+      escrowAddress: settings.escrowAddress,
+      usdcAddress: settings.usdcAddress,
+      signTerms: gateway.signTerms,
+      treasuryAddress: () => gateway.publicClient.readContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "treasury" }),
+    },
+  };
+  // Lock permits (issue 14): the market's issuance, which the sandbox lock helper goes through too.
+  const permits = marketPermits({ config, pool, gateway, sanctions });
+  const consumer = options.indexerSchema
+    ? createEscrowEventConsumer({
+        pool,
+        ports,
+        logger,
+        indexerSchema: options.indexerSchema,
+        confirmations: config.chainConfirmations,
+        isSanctioned: sanctions.isSanctioned,
+        sanctionsEntry: sanctions.entryFor,
+        refundGraceSeconds: escrowRefundGrace(gateway),
+      })
+    : undefined;
+  return { gateway, sender, sanctions, view, creation, permits, consumer };
+}
+
+/** The queue workers of this process: order timers and chain sends, and with a chain the CEP checks. */
+async function startWorkers(deps: { options: ServiceOptions; pool: Pool; boss: PgBoss; ports: OrderEffectPorts; chain: ChainParts | undefined; cepBaseUrl: string }): Promise<void> {
+  const { options, pool, boss, ports, chain } = deps;
+  const { logger } = options;
+  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain ? { escrow: escrowLockClock(chain.gateway), escrowStatus: chain.gateway.escrowStatus } : {}) });
+  if (chain) {
+    // Payment proof (issue 4): the CEP verification worker over the central bank's portal.
+    const portal = createCepPortalClient({ baseUrl: deps.cepBaseUrl, timeoutMs: CEP_TIMEOUT_MS });
+    const escrow = { publicClient: chain.gateway.publicClient, address: chain.gateway.settings.escrowAddress };
+    const verifier = createPaymentVerifier({ pool, ports, portal, logger, escrow });
+    await startPaymentVerificationWorker({ boss, pool, verifier, logger });
+  }
+}
+
+/** The surfaces the app mounts, in order: partner API, admin API, sandbox, dashboard, market. */
+function surfaces(deps: {
+  options: ServiceOptions;
+  pool: Pool;
+  boss: PgBoss;
+  ports: OrderEffectPorts;
+  outside: OutsideServices;
+  chain: ChainParts | undefined;
+  baseUrl: string;
+  credentials: PartnerCredentials;
+  rateLimits: RateLimits;
+}): Surface[] {
+  const { options, pool, boss, ports, outside, chain, credentials, rateLimits } = deps;
+  const { config, logger } = options;
+  const checkWebhookUrl = (url: string) => checkWebhookUrlSyntax(url, config.webhookAllowPrivate);
+  const sandbox = outside.simulators
+    ? sandboxSurface({
+        pool,
+        simulators: outside.simulators,
+        chain: chain && { gateway: chain.gateway, issuePermit: chain.permits, ports, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds },
+      })
+    : undefined;
+  const partner = partnerApi({
+    pool,
+    logger,
+    sandbox: config.sandbox,
+    rates: { rates: outside.rates, validitySeconds: config.rateValiditySeconds, quoteTtlSeconds: config.quoteTtlSeconds },
+    kyc: { provider: outside.kycProvider, otherSession: applyBuyerKycCallback },
+    orders: chain && { pool, ports, creation: chain.creation, view: chain.view },
+  });
+  const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema });
+  // Partner dashboard (issue 16): /dashboard/v1, the page at /dashboard, operators' member and audit routes.
+  const dashboard = dashboardModule({
+    pool,
+    boss,
+    checkWebhookUrl,
+    view: chain?.view,
+    webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
+    secureCookie: !config.sandbox,
+    publicUrl: deps.baseUrl,
+    rateLimits,
+    partnerChanged: credentials.forget,
+    clock: options.clock ?? systemClock,
+  });
+  // Buyer market (issue 14): /market/v1 and its document, admin buyers, the page at /market.
+  const market =
+    chain &&
+    marketModule({
+      config,
+      pool,
+      logger,
+      gateway: chain.gateway,
+      permits: chain.permits,
+      ports,
+      kycProvider: outside.kycProvider,
+      indexerSchema: options.indexerSchema,
+      sandboxRoutes: sandbox?.marketRoutes,
+    });
+  return [partner, admin, ...(sandbox ? [sandbox] : []), dashboard, ...(market ? [market] : [])];
+}
+
 /**
- * Starts the service's roles on an already-running database: migrations, the job queue, the HTTP API
- * and, in sandbox, the simulators of the outside services (mounted on the same server).
+ * Starts the service's roles on an already-running database: migrations, the job queue and its workers,
+ * the escrow event consumer, the HTTP API and, in sandbox, the simulators of the outside services
+ * (mounted on the same server).
  */
 export async function startService(options: ServiceOptions): Promise<RunningService> {
   const { config, databaseUrl, logger } = options;
   await migrate(databaseUrl, logger);
   const pool = createPool(databaseUrl, 10, logger);
   const boss = await startJobs(databaseUrl, logger);
-  await scheduleMaintenance(boss, pool, logger);
   // Issue 15: partner authentication and rate limiting answer from memory (no database round trip per request).
   const credentials = createPartnerCredentials({ db: pool, databaseUrl, logger });
   const rateLimits = createRateLimits({ db: pool, ...(options.clock ? { clock: options.clock } : {}), onFlushError: (error) => logger.warn({ err: error }, "rate-limit flush failed; retrying") });
   await credentials.ready;
-  // Webhooks (issue 5): outbox delivery worker (binds recordEvent to this queue), GET /webhooks, admin deliveries.
+  await startMaintenance(boss, logger, {
+    pruneRateLimitWindows: () => pruneRateLimitWindows(pool),
+    pruneIdempotencyKeys: () => pruneIdempotencyKeys(pool),
+  });
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 
   const server = http.createServer();
   server.keepAliveTimeout = 5_000;
   const baseUrl = await listen(server, config.port, config.host);
+  const outside = await outsideServices(config, pool, logger, baseUrl);
 
-  const secrets = config.sandbox ? await sandboxSecrets(config.dataDir) : undefined;
-  const banxicoToken = config.banxicoToken ?? secrets?.banxicoToken ?? "";
-  const kycCredentials = { apiKey: config.kycProviderApiKey ?? secrets?.kycApiKey ?? "", secret: config.kycProviderSecret ?? secrets?.kycSecret ?? "" };
-  const simulators: SandboxSimulators | undefined = config.sandbox
-    ? {
-        banxico: createBanxicoSieSimulator({ token: banxicoToken, rate: config.sandboxUsdMxn }),
-        fallbackRate: createFrankfurterSimulator({ rate: config.sandboxUsdMxn }),
-        kyc: createSandboxKycSimulator(kycCredentials, baseUrl),
-        // Its payments in the database: any instance's portal finds what another's `pay` recorded.
-        cep: createCepPortalSimulator({ shared: databaseSpeiPayments(pool) }),
-      }
-    : undefined;
-  const rates = createExchangeRates(
-    pool,
-    [
-      createBanxicoSieClient({
-        baseUrl: config.banxicoSieUrl ?? `${baseUrl}/simulators/banxico/SieAPIRest/service/v1`,
-        token: banxicoToken,
-      }),
-      createFallbackRateClient({ baseUrl: config.fallbackRateUrl ?? `${baseUrl}/simulators/frankfurter/v1` }),
-    ],
-    config.rateValiditySeconds,
-    logger,
-  );
   const ports = orderEffectPorts(boss);
   await createOrderQueues(boss);
-  const routeModules: ((groups: RouteGroups) => void)[] = [];
-  let chain: RunningService["chain"];
-  let permits: PermitIssuer | undefined;
-  let orderView: OrderViewContext | undefined;
-  if (options.chain) {
-    const gateway = createEscrowGateway(options.chain);
-    const sender = createTransactionSender({ pool, gateway, logger });
-    const sanctions = await loadSanctionsList(config.sanctionsListFiles);
-    const timing = { depositTimeoutSeconds: config.depositTimeoutSeconds, listingTimeoutSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds };
-    const view = {
-      chain: { chainId: options.chain.chainId, escrowAddress: options.chain.escrowAddress, tokenAddress: options.chain.usdcAddress },
-      listingWindowSeconds: config.listingTimeoutSeconds,
-      lockWindowSeconds: config.lockWindowSeconds,
-    };
-    orderView = view;
-    const creation = {
-      pool,
-      ports,
-      sanctions,
-      timing,
-      chain: {
-        chainId: options.chain.chainId,
-        escrowAddress: options.chain.escrowAddress,
-        usdcAddress: options.chain.usdcAddress,
-        signTerms: gateway.signTerms,
-        treasuryAddress: () => gateway.publicClient.readContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "treasury" }),
-      },
-    };
-    routeModules.push(({ partner }) => orderRoutes(partner, { pool, ports, creation, view }));
-    // Lock permits (issue 14): the market's issuance, which the sandbox lock helper goes through too.
-    const issuePermit = marketPermits({ config, pool, gateway, sanctions });
-    permits = issuePermit;
-    if (config.sandbox) routeModules.push(({ partner }) => sandboxOrderRoutes(partner, { pool, gateway, issuePermit, listingWindowSeconds: config.listingTimeoutSeconds, lockWindowSeconds: config.lockWindowSeconds }));
-    const consumer = options.indexerSchema
-      ? createEscrowEventConsumer({
-          pool,
-          ports,
-          logger,
-          indexerSchema: options.indexerSchema,
-          confirmations: config.chainConfirmations,
-          isSanctioned: sanctions.isSanctioned,
-          sanctionsEntry: sanctions.entryFor,
-          refundGraceSeconds: escrowRefundGrace(gateway),
-        })
-      : undefined;
-    chain = { gateway, sender, consumer };
-  }
-  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain ? { escrow: escrowLockClock(chain.gateway), escrowStatus: chain.gateway.escrowStatus } : {}) });
-
-  // Payment proof (issue 4): POST /orders/:id/payment, sandbox pay, the CEP verification worker.
-  if (chain) {
-    const payments = paymentsModule({ config, pool, boss, ports, logger, baseUrl, gateway: chain.gateway, simulator: simulators?.cep });
-    routeModules.push(payments.routes);
-    await payments.start();
-  }
-
+  const chain = options.chain ? await chainParts({ ...options, chain: options.chain }, pool, ports) : undefined;
+  await startWorkers({ options, pool, boss, ports, chain, cepBaseUrl: outside.cepBaseUrl });
   chain?.consumer?.start();
 
-  // KYC (issue 6): provider client, POST /users/:ref/kyc, sandbox decision, admin usage, provider callback.
-  const kyc = kycModule({ config, credentials: kycCredentials, pool, logger, baseUrl, simulator: simulators?.kyc });
-
-  // Operator surface (issue 7): admin orders and dispute resolution, reputation, machine, stats, revenue; the console at /admin.
-  const operator = operatorModule({
-    pool,
-    ports,
-    indexerSchema: options.indexerSchema,
-    view: options.chain
-      ? {
-          chain: { chainId: options.chain.chainId, escrowAddress: options.chain.escrowAddress, tokenAddress: options.chain.usdcAddress },
-          listingWindowSeconds: config.listingTimeoutSeconds,
-          lockWindowSeconds: config.lockWindowSeconds,
-        }
-      : undefined,
-  });
-
-  // Buyer market (issue 14): /market/v1 and its document, admin buyers, sandbox chain and faucet, the page at /market.
-  const market =
-    chain && permits
-      ? marketModule({ config, pool, logger, gateway: chain.gateway, permits, ports, kycProvider: kyc.provider, kycSimulator: simulators?.kyc, cepSimulator: simulators?.cep, indexerSchema: options.indexerSchema })
-      : undefined;
-
-  // Partner dashboard (issue 16): /dashboard/v1, the page at /dashboard, operators' member and audit routes.
-  const dashboard = dashboardModule({
-    pool,
-    boss,
-    checkWebhookUrl: (url) => checkWebhookUrlSyntax(url, config.webhookAllowPrivate),
-    view: orderView,
-    webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
-    secureCookie: !config.sandbox,
-    publicUrl: baseUrl,
-    rateLimits,
-    partnerChanged: credentials.forget,
-  });
-
-  const { app } = createApp({
-    config,
-    pool,
-    logger,
-    rates,
-    adminToken: options.adminToken,
-    credentials,
-    rateLimits,
-    checkWebhookUrl: (url) => checkWebhookUrlSyntax(url, config.webhookAllowPrivate),
-    simulators: simulators
-      ? [
-          { prefix: "/simulators/banxico/SieAPIRest/service/v1", router: simulators.banxico.router },
-          { prefix: "/simulators/frankfurter/v1", router: simulators.fallbackRate.router },
-          { prefix: KYC_SIMULATOR_PREFIX, router: simulators.kyc.router },
-          { prefix: CEP_SIMULATOR_PREFIX, router: simulators.cep.router },
-        ]
-      : [],
-    routeModules: [...routeModules, kyc.routes, webhookRouteModule({ pool, boss }), operator.routes, dashboard.routes, ...(market ? [market.routes] : [])],
-    publicRouters: [kyc.callbackRouter, operator.consoleRouter, dashboard.pageRouter, ...(market ? [market.pageRouter] : [])],
-    surfaces: [dashboard.surface, ...(market ? [market.surface] : [])],
-  });
+  const { app } = createApp({ config, pool, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }) });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");
 
@@ -248,9 +279,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     baseUrl,
     pool,
     boss,
-    simulators,
-    sandboxSecrets: secrets,
-    chain,
+    simulators: outside.simulators,
+    sandboxSecrets: outside.secrets,
+    chain: chain && { gateway: chain.gateway, sender: chain.sender, consumer: chain.consumer },
     async stop() {
       if (stopped) return;
       stopped = true;

@@ -3,10 +3,11 @@
 // block; then a Ponder is started fresh (new schema in the stack's database) from the deployment
 // block, and the time is taken until every event is in escrow_event and its indexer_head has reached
 // the last block. Reference: eth_getLogs for the same address and block range on the same node.
-import { devAccounts, DEV_ACCOUNT, startLocalChain } from "../../src/chain/local-node.ts";
-import { deployContracts } from "../../src/chain/deploy.ts";
+import { startLocalChain } from "../../src/stack/local-node.ts";
+import { deployLocal } from "../../src/stack/deploy.ts";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
-import { eventTable, readIndexerHead, startIndexer, type IndexerLogger } from "../../src/chain/indexer-process.ts";
+import { startIndexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
+import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import { freePort } from "../../test/support/trade-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
 import { median, nowMs, round } from "../lib/stats.ts";
@@ -21,14 +22,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const catchUpTimeoutMs = quick ? 90_000 : 300_000;
   const chain = await startLocalChain({ port: 0 });
   try {
-    const deployment = await deployContracts({
-      rpcUrl: chain.rpcUrl,
-      deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-      serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-      arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-      treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
-    });
+    const deployment = await deployLocal({ rpcUrl: chain.rpcUrl });
     const rpc = rpcClient(chain.rpcUrl);
     const settings = { ...stack.chain.chainSettings, rpcUrl: chain.rpcUrl, escrowAddress: deployment.escrowAddress, usdcAddress: deployment.usdcAddress };
     const gateway = createEscrowGateway(settings);

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
 import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
-import { sandboxAccounts } from "../../src/chain/local-node.ts";
+import { sandboxAccounts } from "../../src/stack/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
 import { closedLoop, type ClosedLoopResult } from "../lib/load.ts";
 import { median, nowMs, round } from "../lib/stats.ts";

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
 import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
-import { eventTable } from "../../src/chain/indexer-process.ts";
+import { eventTable } from "../../src/sync/indexer-tables.ts";
 import { assertMined, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit } from "../lib/chain.ts";
 import { nowMs, summarize } from "../lib/stats.ts";
 import { ensureUser, quoteAndOrder, type BenchStack } from "../lib/stack.ts";

@@ -5,7 +5,7 @@
 // orderId set to match. Timeline rows and outbox rows are not copied: no query measured here reads them.
 import type pg from "pg";
 import { PgBoss } from "pg-boss";
-import { ORDER_TIMER_QUEUE } from "../../src/jobs/order-jobs.ts";
+import { ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
 
 export interface StatusShare {
   status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "COMPLETED" | "EXPIRED" | "REFUNDED";

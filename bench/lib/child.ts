@@ -4,10 +4,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { repoRoot } from "../../src/paths.ts";
+
+export { repoRoot };
 
 export interface ReadyChild {
   process: ChildProcess;

@@ -54,7 +54,7 @@ export interface ProfileSummary {
 
 const IDLE = "(idle)";
 
-/** "src/webhooks/worker.ts", "pg", "@koa/router", "node:internal/streams", or the V8 pseudo-function's name. */
+/** "src/workers/webhook-deliveries.ts", "pg", "@koa/router", "node:internal/streams", or the V8 pseudo-function's name. */
 function moduleOf(frame: CallFrame): string {
   const url = frame.url;
   if (!url) return frame.functionName || "(native)";

@@ -1,8 +1,8 @@
-import { operatorAudit } from "../dashboard/audit.ts";
+import { operatorAudit } from "../partners/audit.ts";
 import type { Pool } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { deliveryFilterProperties, type DeliveryQuery } from "../http/routes/webhooks.ts";
+import { deliveryFilterProperties, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import { getDeliveryDetail, listAllDeliveries, redeliver } from "../webhooks/deliveries.ts";
 
 /** Operator routes over webhook deliveries (decisions section 12). */

@@ -1,6 +1,6 @@
 import type { Pool } from "../db/pool.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { MONTH_PATTERN } from "../kyc/months.ts";
+import { MONTH_PATTERN } from "../domain/periods.ts";
 import { kycUsage } from "../kyc/usage.ts";
 
 /**

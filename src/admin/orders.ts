@@ -1,5 +1,5 @@
-import { qualifiedTable } from "../chain/indexer-process.ts";
-import { whereEqual } from "../db/filters.ts";
+import { qualifiedTable } from "../sync/indexer-tables.ts";
+import { whereEqual, pageOf } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
 import type { OrderContext, OrderStatus } from "../orders/machine.ts";
@@ -70,7 +70,7 @@ export async function listAdminOrders(db: Queryable, filters: AdminOrderFilters)
     db.query<{ n: number }>(`SELECT count(*)::int AS n FROM orders o JOIN users u ON u.id = o.user_id ${filtered}`, values),
   ]);
   const total = count.rows[0]!.n;
-  return { orders: rows.map(adminOrderListItem), total, limit: filters.limit, offset: filters.offset, hasMore: filters.offset + rows.length < total };
+  return pageOf("orders", rows.map(adminOrderListItem), total, filters);
 }
 
 interface TransactionRow {

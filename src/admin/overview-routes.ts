@@ -1,6 +1,6 @@
 import type { Pool } from "../db/pool.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { MONTH_PATTERN } from "../kyc/months.ts";
+import { MONTH_PATTERN } from "../domain/periods.ts";
 import { machineDescription } from "./machine-definition.ts";
 import { partnerRevenue, revenueReport } from "./revenue.ts";
 import { adminStats } from "./stats.ts";

@@ -1,8 +1,9 @@
-import { operatorAudit } from "../dashboard/audit.ts";
+import { operatorAudit } from "../partners/audit.ts";
 import type { Pool } from "../db/pool.ts";
 import { ValidationError } from "../domain/errors.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
 import { TIERS } from "../domain/tiers.ts";
+import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import {
@@ -17,6 +18,7 @@ import {
   type NewPartner,
   type PartnerChanges,
 } from "../partners/partners.ts";
+import { pageOf } from "../db/filters.ts";
 
 const nullableCount = { type: ["integer", "null"], minimum: 0 } as const;
 const nullableAmount = { type: ["number", "null"], minimum: 0 } as const;
@@ -38,7 +40,6 @@ const walletSchema = { type: ["string", "null"], pattern: "^0x[0-9a-fA-F]{40}$" 
 const webhookUrlSchema = { type: ["string", "null"], format: "uri", maxLength: 2048 } as const;
 const ipListSchema = { type: "array", maxItems: 100, items: { type: "string", maxLength: 64 } } as const;
 
-export type WebhookUrlCheck = (url: string) => void;
 
 function checkCommon(body: { ipAllowList?: string[]; webhookUrl?: string | null }, checkWebhookUrl: WebhookUrlCheck): void {
   for (const entry of body.ipAllowList ?? []) {
@@ -94,7 +95,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
     },
     async (ctx, { query }) => {
       const { partners, total } = await listPartners(pool, query.limit, query.offset);
-      ctx.body = { partners: partners.map(partnerView), total, limit: query.limit, offset: query.offset, hasMore: query.offset + partners.length < total };
+      ctx.body = pageOf("partners", partners.map(partnerView), total, query);
     },
   );
 

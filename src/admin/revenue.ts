@@ -1,7 +1,7 @@
 import type { Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { money, rawToUsdc, toJsonNumber } from "../domain/money.ts";
-import { mexicoMonth, mexicoMonthRange } from "../kyc/months.ts";
+import { mexicoMonth, mexicoMonthRange, MEXICO_CITY_ZONE } from "../domain/periods.ts";
 
 // Revenue per partner and month (decisions sections 3 and 5), computed from the orders that completed
 // in the month: a fee is collected at release, so an order counts in the America/Mexico_City calendar
@@ -115,7 +115,7 @@ const REVENUE_SQL = `
 function period(month: string | undefined) {
   const name = month ?? mexicoMonth(new Date());
   const { from, to } = mexicoMonthRange(name);
-  return { month: name, timeZone: "America/Mexico_City", from: from.toISOString(), to: to.toISOString(), range: [from, to] as const };
+  return { month: name, timeZone: MEXICO_CITY_ZONE, from: from.toISOString(), to: to.toISOString(), range: [from, to] as const };
 }
 
 /** `GET /admin/v1/revenue?month=`: every partner with a completed order in the month, and the totals. */

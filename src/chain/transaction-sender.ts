@@ -6,6 +6,7 @@ import type { Logger } from "../logger.ts";
 import { disputeOutcome, escrowAbi } from "./escrow-abi.ts";
 import type { EscrowGateway, EscrowStatus } from "./escrow-gateway.ts";
 import { broadcastRefusal, inProcessTurn } from "./wallet-sends.ts";
+import { PermanentError, RetryableError } from "../domain/errors.ts";
 
 /** The escrow calls the service makes, who signs each, and the on-chain status each requires. */
 const ACTIONS = {
@@ -44,10 +45,10 @@ interface TransactionRow {
 export type SendOutcome = "SENT" | "MINED" | "REVERTED" | "SKIPPED";
 
 /** A revert that may pass later (a deadline not reached yet): the job is retried. */
-export class TransactionNotYetPossibleError extends Error {}
+export class TransactionNotYetPossibleError extends RetryableError {}
 
 /** Broadcast and not mined yet: the confirmation is retried. */
-export class TransactionNotYetMinedError extends Error {}
+export class TransactionNotYetMinedError extends RetryableError {}
 
 /**
  * Records a transaction the service must send, in the caller's transaction: the order transition and
@@ -107,7 +108,7 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
          FROM chain_transactions t JOIN orders o ON o.id = t.order_id WHERE t.id = $1`,
       [id],
     );
-    if (!rows[0]) throw new Error(`chain transaction ${id} does not exist`);
+    if (!rows[0]) throw new PermanentError(`chain transaction ${id} does not exist`);
     return rows[0];
   };
 

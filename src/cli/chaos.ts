@@ -9,17 +9,16 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { readIndexerHead } from "../chain/indexer-process.ts";
+import { readIndexerHead } from "../sync/indexer-tables.ts";
 import { checkRun, settle, type CheckStats, type Violation } from "./chaos/checks.ts";
 import { chainClient, driveTrade, StatusPoller, USABLE_WALLETS, WalletLocks, type DriverContext, type Incident, type Partner, type Trade } from "./chaos/driver.ts";
 import { startOutside, type Outage } from "./chaos/outside.ts";
 import { PATH_NAMES, type PathName } from "./chaos/paths.ts";
 import { sleep, startChaosStack, type ChaosStack, type Killable } from "./chaos/stack.ts";
 import { renderMarkdown, type ChaosReport } from "./chaos/report.ts";
+import { repoRoot } from "../paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 const { values } = parseArgs({
   options: {

@@ -13,15 +13,16 @@
 //   USDC_ADDRESS          optional existing token; otherwise TestUSDC is deployed (sandbox)
 //   DEPLOYMENT_FILE       output path
 // On a local chain (chain id 31337, the sandbox) any missing key or address falls back to the Hardhat
-// development accounts of src/chain/local-node.ts (deployer 0, service 1, arbiter 2, treasury 3,
+// development accounts of src/stack/local-node.ts (deployer 0, service 1, arbiter 2, treasury 3,
 // admin 10). On any other chain every variable but USDC_ADDRESS, REFUND_GRACE_SECONDS and
 // DEPLOYMENT_FILE is required, and the deployer, admin, service and arbiter must be four different
 // addresses (decisions 19).
 import { createPublicClient, getAddress, http, isAddress, isHex } from "viem";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { DEFAULT_REFUND_GRACE_SECONDS, compileContracts, deployContracts } from "../chain/deploy.ts";
-import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts } from "../chain/local-node.ts";
+import { DEFAULT_REFUND_GRACE_SECONDS, compileContracts, deployContracts } from "../stack/deploy.ts";
+import { DEV_ACCOUNT, devAccounts } from "../stack/local-node.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
 type Env = Record<string, string | undefined>;
 

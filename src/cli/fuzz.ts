@@ -8,15 +8,14 @@
 // Writes bench/results/fuzz-<date>.md; exits 1 on any violation.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createFixtures, fixtureClient } from "./fuzz/fixtures.ts";
 import { renderReport, writeReport } from "./fuzz/report.ts";
 import { runFuzz, violationTotal } from "./fuzz/run.ts";
 import { startFuzzStack, startReceiver } from "./fuzz/stack.ts";
 import { allTargets } from "./fuzz/targets.ts";
+import { repoRoot } from "../paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 const { values } = parseArgs({
   options: {

@@ -1,6 +1,6 @@
-// `npm start`: the whole sandbox (or service) in one command; see src/cli/start-stack.ts for what runs.
+// `npm start`: the whole sandbox (or service) in one command; see src/stack/start-stack.ts for what runs.
 //
-// This process only relays: it runs start-stack.ts in a child that leads a new process group, forwards
+// This process only relays: it runs src/stack/start-stack.ts in a child that leads a new process group, forwards
 // SIGINT/SIGTERM/SIGHUP to it and exits with its code. Ctrl-C in a terminal signals every process of
 // the foreground group; were PostgreSQL, Hardhat and Ponder in it, they would all stop at once while the
 // service still uses them. In their own group they get only the ordered shutdown of start-stack.ts, which
@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 
-const stack = fileURLToPath(new URL("./start-stack.ts", import.meta.url));
+const stack = fileURLToPath(new URL("../stack/start-stack.ts", import.meta.url));
 const child = spawn(process.execPath, [...process.execArgv, stack, ...process.argv.slice(2)], {
   detached: true,
   stdio: ["ignore", "inherit", "inherit"],

@@ -2,7 +2,7 @@ import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
 import { CsrfFailedError, ForbiddenError, UnauthorizedError } from "../domain/errors.ts";
 import type { AppContext, AppState } from "../http/context.ts";
-import type { AuditContext } from "./audit.ts";
+import type { AuditContext } from "../partners/audit.ts";
 import { csrfTokenOf, sameToken } from "./credentials.ts";
 import type { Member, Role } from "./members.ts";
 import { findSession, SESSION_HOURS } from "./sessions.ts";

@@ -2,7 +2,7 @@ import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { InvitationExpiredError, LastOwnerError, MemberExistsError, NotFoundError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import { getPartner } from "../partners/partners.ts";
-import { recordAudit, type AuditContext } from "./audit.ts";
+import { recordAudit, type AuditContext } from "../partners/audit.ts";
 import { generateToken, hashPassword, hashToken } from "./credentials.ts";
 
 // A partner's dashboard members (decisions section 18): invited by operators (admin API) or by the

@@ -1,41 +1,32 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type Router from "@koa/router";
-import type { RouteGroups, Surface } from "../http/app.ts";
+import type { Surface } from "../http/app.ts";
 import type { AppState } from "../http/context.ts";
 import { buildOpenApiDocument } from "../http/openapi.ts";
 import { staticPageRouter } from "../http/static-page.ts";
 import { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import { getPartner } from "../partners/partners.ts";
-import { listAudit, operatorAudit } from "./audit.ts";
+import { listAudit, operatorAudit } from "../partners/audit.ts";
 import { SESSION_COOKIE } from "./guards.ts";
 import { listMembers, memberView, type Role } from "./members.ts";
 import { dashboardRoutes, invite, inviteBody, invitedSchema, type DashboardRouteDeps } from "./routes.ts";
 
 export const DASHBOARD_PREFIX = "/dashboard/v1";
 
-export interface DashboardModule {
-  /** For createApp's `routeModules`: the operators' member and audit-log routes on the admin group. */
-  routes: (groups: RouteGroups) => void;
-  /** For createApp's `publicRouters`: the page at /dashboard and its assets. */
-  pageRouter: Router<AppState>;
-  /** For createApp's `surfaces`: the `/dashboard/v1` routes with their guards (and the group's fallback), and its document. */
-  surface: Surface;
-}
-
 /**
  * The partner dashboard (decisions section 18): its own route group under /dashboard/v1, with no group
  * guard (sign-in and invitations need no session) and each session route's own guards; its own OpenAPI
  * document; the web page; and the operators' routes to invite members and read a partner's audit log.
  */
-export function dashboardModule(deps: DashboardRouteDeps): DashboardModule {
+export function dashboardModule(deps: DashboardRouteDeps): Surface {
   const group = new RouteGroup({ prefix: DASHBOARD_PREFIX, security: "none", guards: [] });
   dashboardRoutes(group, deps);
   return {
     routes: ({ admin }) => adminDashboardRoutes(admin, deps),
-    pageRouter: pageRouter(),
-    surface: { documentUrl: `${DASHBOARD_PREFIX}/openapi.json`, document: dashboardDocument(group), middleware: group.middleware() },
+    routers: [pageRouter()],
+    api: { documentUrl: `${DASHBOARD_PREFIX}/openapi.json`, document: dashboardDocument(group), middleware: group.middleware() },
   };
 }
 

@@ -4,26 +4,26 @@ import type { Pool } from "../db/pool.ts";
 import { InvalidCredentialsError, NotFoundError, ValidationError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
-import type { WebhookUrlCheck } from "../admin/partner-routes.ts";
+import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { AppContext, AppState } from "../http/context.ts";
-import { orderDetail } from "../http/routes/orders.ts";
-import { deliveryFilterProperties, deliveryRecordSchema, type DeliveryQuery } from "../http/routes/webhooks.ts";
+import { orderDetail, orderListQuery, partnerOrderPage } from "../orders/routes.ts";
+import { deliveryFilterProperties, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import type { RouteGroup, RouteSpec } from "../http/routes.ts";
-import { isoTimestamp, pagination } from "../http/schema.ts";
+import { isoTimestamp, pagination, pageSchema } from "../http/schema.ts";
 import type { PgBoss } from "../jobs/boss.ts";
-import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
-import { listOrderRows, orderListItem, type OrderViewContext } from "../orders/queries.ts";
+import type { OrderStatus } from "../orders/machine.ts";
+import type { OrderViewContext } from "../orders/queries.ts";
 import { getPartner, partnerView, rotateApiKey, rotateWebhookSecret, updatePartner, withoutSecrets } from "../partners/partners.ts";
 import { getDeliveryDetail, listPartnerDeliveries, redeliver, type AdminDeliveryRecord } from "../webhooks/deliveries.ts";
 import { postWebhook } from "../webhooks/http-sender.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";
-import { listAudit } from "./audit.ts";
+import { listAudit } from "../partners/audit.ts";
 import { csrfTokenOf, hashToken, verifyAgainstNothing, verifyPassword, MIN_PASSWORD_LENGTH } from "./credentials.ts";
 import { clearSessionCookie, currentMember, currentSession, memberAudit, sessionGuards, setSessionCookie } from "./guards.ts";
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { claimAttempt, createSession, deleteSession, forgiveAttempt } from "./sessions.ts";
 import { partnerUsage } from "./usage.ts";
-import type { RateLimits } from "../http/middleware/rate-limit.ts";
+import type { Clock, RateLimits } from "../http/middleware/rate-limit.ts";
 
 export interface DashboardRouteDeps {
   pool: Pool;
@@ -40,6 +40,8 @@ export interface DashboardRouteDeps {
   rateLimits: RateLimits;
   /** Told of each partner change right after it commits, so this instance's credential cache forgets it at once. */
   partnerChanged: (partnerId: string) => void;
+  /** The service's clock: sign-in failures are counted in its 15-minute windows (tests move it). */
+  clock: Clock;
 }
 
 const SESSION_ERRORS = ["UNAUTHORIZED", "CSRF_FAILED", "FORBIDDEN"];
@@ -138,7 +140,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx, { body }) => {
       const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${ctx.ip}`];
-      const attempt = await claimAttempt(pool, buckets);
+      const attempt = await claimAttempt(pool, buckets, deps.clock.now());
       const member = await findMemberByEmail(pool, body.email);
       const valid = member?.passwordHash ? await verifyPassword(body.password, member.passwordHash) : await verifyAgainstNothing(body.password);
       if (!member || !valid) throw new InvalidCredentialsError();
@@ -206,7 +208,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     async (ctx, { body, params }) => {
       const token = params.token!;
       const buckets = [`invite-ip:${ctx.ip}`, `invite-token:${hashToken(token).toString("hex")}`];
-      const attempt = await claimAttempt(pool, buckets);
+      const attempt = await claimAttempt(pool, buckets, deps.clock.now());
       let member: Member;
       try {
         member = await acceptInvitation(pool, token, body.password, ctx.ip);
@@ -375,16 +377,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       responses: {
         200: {
           description: "Deliveries",
-          schema: {
-            type: "object",
-            properties: {
-              deliveries: { type: "array", items: deliveryRecordSchema },
-              total: { type: "integer" },
-              limit: { type: "integer" },
-              offset: { type: "integer" },
-              hasMore: { type: "boolean" },
-            },
-          },
+          schema: pageSchema("deliveries", deliveryRecordSchema),
         },
       },
       errors: ["VALIDATION_ERROR"],
@@ -451,17 +444,12 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         role: "VIEWER",
         tag: "Orders",
         summary: "The partner's orders as GET /orders shows them, newest first",
-        query: {
-          type: "object",
-          additionalProperties: false,
-          properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
-        },
+        query: orderListQuery,
         responses: { 200: { description: "Page of orders" } },
         errors: ["VALIDATION_ERROR"],
       },
       async (ctx, { query }) => {
-        const { rows, total } = await listOrderRows(pool, { partnerId: currentMember(ctx).partnerId, ...query });
-        ctx.body = { orders: rows.map(orderListItem), total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total };
+        ctx.body = await partnerOrderPage(pool, currentMember(ctx).partnerId, query);
       },
     );
 

@@ -40,9 +40,6 @@ export async function deleteSession(db: Queryable, token: string): Promise<void>
 export const MAX_FAILURES = 5;
 export const FAILURE_WINDOW_SECONDS = 15 * 60;
 
-/** The clock failures are counted on; tests move it to cross a window. */
-export const throttleClock = { now: (): number => Date.now() };
-
 function windowStart(now: number): number {
   return Math.floor(now / (FAILURE_WINDOW_SECONDS * 1000)) * FAILURE_WINDOW_SECONDS * 1000;
 }
@@ -61,8 +58,7 @@ export interface ClaimedAttempt {
  * MAX_FAILURES is refused with 429 and `Retry-After` and not counted. A success is then taken back with
  * `forgiveAttempt` (successes are not failures), which does not reset the earlier failures.
  */
-export async function claimAttempt(pool: Pool, buckets: string[]): Promise<ClaimedAttempt> {
-  const now = throttleClock.now();
+export async function claimAttempt(pool: Pool, buckets: string[], now: number): Promise<ClaimedAttempt> {
   const start = windowStart(now);
   const windowStartDate = new Date(start);
   await withTransaction(pool, async (client) => {

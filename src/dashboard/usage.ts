@@ -1,10 +1,9 @@
 import type { Queryable } from "../db/pool.ts";
-import { mexicoPeriodStart } from "../domain/periods.ts";
+import { mexicoMonth, mexicoPeriodStart } from "../domain/periods.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { partnerRateBucket } from "../http/middleware/partner-auth.ts";
 import type { RateLimits } from "../http/middleware/rate-limit.ts";
 import { partnerRevenue } from "../admin/revenue.ts";
-import { mexicoMonth } from "../kyc/months.ts";
 import { kycSessionsCountedAgainstCap } from "../kyc/sessions.ts";
 import { kycUsage } from "../kyc/usage.ts";
 import { partnerVolumeSince } from "../orders/create-order.ts";

@@ -12,3 +12,11 @@ export function whereEqual(filters: [column: string, value: unknown][]): { where
   }
   return { where: conditions.length ? `WHERE ${conditions.join(" AND ")}` : "", values };
 }
+
+/** The page envelope of every list (spec: `{ <items>, total, limit, offset, hasMore }`). */
+export type Page<Key extends string, Item> = { [K in Key]: Item[] } & { total: number; limit: number; offset: number; hasMore: boolean };
+
+/** One page of `items` under `key`, out of `total`, at the requested limit and offset. */
+export function pageOf<Key extends string, Item>(key: Key, items: Item[], total: number, page: { limit: number; offset: number }): Page<Key, Item> {
+  return { [key]: items, total, limit: page.limit, offset: page.offset, hasMore: page.offset + items.length < total } as Page<Key, Item>;
+}

@@ -81,3 +81,26 @@ export const MemberExistsError = errorClass("MEMBER_EXISTS", 409, "A member with
 export const LastOwnerError = errorClass("LAST_OWNER", 409, "The partner's last OWNER can be neither demoted nor removed");
 
 export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");
+
+// Internal errors (never answered to a client as such), told apart by whether a retry can help, in
+// Ponder's RetryableError / NonRetryableError style: the job handlers decide by them (src/jobs/retry.ts).
+
+/** A later attempt can get past it: the chain has not reached a deadline yet, a node or portal is not answering. */
+export class RetryableError extends Error {
+  readonly retryable = true;
+}
+
+/** No retry can help: data that will never be valid, a broken invariant. */
+export class PermanentError extends Error {
+  readonly retryable = false;
+}
+
+/**
+ * Whether a retry can help. Marked errors say so; any other error (a dropped database connection, a
+ * timeout, a bug fixed by a deploy) is presumed transient, so a crashed or failing job keeps its
+ * retries and no effect is lost.
+ */
+export function isRetryable(error: unknown): boolean {
+  return !(error instanceof PermanentError);
+}
+

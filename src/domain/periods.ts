@@ -1,5 +1,7 @@
-// Volume periods are calendar days and months in America/Mexico_City (decisions section 3).
-const ZONE = "America/Mexico_City";
+// Every period of the service is a calendar day or month in America/Mexico_City: volume limits
+// (decisions section 3), KYC billing and revenue months ("YYYY-MM", sections 3 and 4), payment dates.
+export const MEXICO_CITY_ZONE = "America/Mexico_City";
+const ZONE = MEXICO_CITY_ZONE;
 
 function zonedParts(date: Date): { year: number; month: number; day: number } {
   const parts = new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit" }).formatToParts(date);
@@ -24,4 +26,28 @@ export function mexicoPeriodStart(period: "day" | "month", now = new Date()): Da
   const localMidnightAsUtc = Date.UTC(year, month - 1, period === "month" ? 1 : day);
   const guess = new Date(localMidnightAsUtc - offsetMinutes(new Date(localMidnightAsUtc)) * 60_000);
   return new Date(localMidnightAsUtc - offsetMinutes(guess) * 60_000);
+}
+
+export const MONTH_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])$";
+
+/** The Mexico City calendar month an instant falls in, as "YYYY-MM". */
+export function mexicoMonth(at: Date): string {
+  const { year, month } = zonedParts(at);
+  return `${year}-${String(month).padStart(2, "0")}`;
+}
+
+/** The Mexico City calendar day an instant falls in, as "YYYY-MM-DD". */
+export function mexicoDay(at: Date): string {
+  const { year, month, day } = zonedParts(at);
+  return `${year}-${String(month).padStart(2, "0")}-${String(day).padStart(2, "0")}`;
+}
+
+/** The instants a "YYYY-MM" Mexico City month starts (inclusive) and ends (exclusive). */
+export function mexicoMonthRange(month: string): { from: Date; to: Date } {
+  if (!new RegExp(MONTH_PATTERN).test(month)) throw new TypeError(`not a YYYY-MM month: ${month}`);
+  const [year, monthNumber] = month.split("-").map(Number) as [number, number];
+  // The middle of a month is inside it in every time zone; mexicoPeriodStart finds that month's start.
+  const from = mexicoPeriodStart("month", new Date(Date.UTC(year, monthNumber - 1, 15)));
+  const to = mexicoPeriodStart("month", new Date(Date.UTC(year, monthNumber, 15)));
+  return { from, to };
 }

@@ -2,9 +2,7 @@ import type Router from "@koa/router";
 import Koa from "koa";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
-import { adminPartnerRoutes, type WebhookUrlCheck } from "../admin/partner-routes.ts";
 import type { Logger } from "../logger.ts";
-import type { ExchangeRates } from "../rates/exchange-rates.ts";
 import type { AppState } from "./context.ts";
 import { errorResponses } from "./errors.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
@@ -18,10 +16,6 @@ import { buildOpenApiDocument, docsRoutes } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { createRouter } from "./router.ts";
 import { RouteGroup } from "./routes.ts";
-import { exchangeRateRoutes } from "./routes/exchange-rate.ts";
-import { healthRoutes } from "./routes/health.ts";
-import { quoteRoutes } from "./routes/quotes.ts";
-import { userRoutes } from "./routes/users.ts";
 
 export const PARTNER_PREFIX = "/api/v1";
 export const ADMIN_PREFIX = "/admin/v1";
@@ -32,31 +26,34 @@ export interface RouteGroups {
 }
 
 /** An API with its own prefix, guards and OpenAPI document (market, dashboard), mounted beside the partner and admin APIs. */
-export interface Surface {
+export interface OwnApi {
   documentUrl: string;
   document: unknown;
   middleware: Koa.Middleware<AppState>;
+}
+
+/**
+ * What one surface (partner API, admin API, sandbox, market, dashboard) mounts: routes on the partner
+ * (`/api/v1`) and admin (`/admin/v1`) groups, unauthenticated routers (callbacks, pages, simulators), and
+ * an API of its own under its own prefix.
+ */
+export interface Surface {
+  routes?: (groups: RouteGroups) => void;
+  routers?: Router<AppState>[];
+  api?: OwnApi;
 }
 
 export interface AppDependencies {
   config: Config;
   pool: Pool;
   logger: Logger;
-  rates: ExchangeRates;
   adminToken: string;
-  checkWebhookUrl: WebhookUrlCheck;
   /** Partners by API key, in memory (src/partners/credential-cache.ts). */
   credentials: PartnerCredentials;
   /** The shared rate-limit windows, counted in memory and flushed in batches (rate-limit.ts). */
   rateLimits: RateLimits;
-  /** Outside-service simulators mounted in sandbox, each at its own prefix (e.g. /simulators/banxico). */
-  simulators?: { prefix: string; router: Router }[];
-  /** Routes of other capabilities (orders, webhooks, sandbox helpers...), registered on the same groups. */
-  routeModules?: ((groups: RouteGroups) => void)[];
-  /** Unauthenticated routers outside /api/v1 (provider callbacks, the operator console). */
-  publicRouters?: Router<AppState>[];
-  /** Other APIs with their own document (the market under /market/v1, the dashboard under /dashboard/v1). */
-  surfaces?: Surface[];
+  /** Mounted in this order; each adds its routes to the shared groups before their documents are built. */
+  surfaces: Surface[];
 }
 
 export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: RouteGroups } {
@@ -77,13 +74,8 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   // route itself, body included, is checked last (decisions section 3), and every /api/v1 answer is counted.
   const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", guards: [partnerAuth(deps)], idempotency: idempotency(pool) });
   const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer", guards: [adminAuth(deps.adminToken, pool)] });
-  healthRoutes(partner);
-  exchangeRateRoutes(partner, { rates: deps.rates, validitySeconds: config.rateValiditySeconds });
-  userRoutes(partner, { pool });
-  quoteRoutes(partner, { pool, rates: deps.rates, quoteTtlSeconds: config.quoteTtlSeconds });
-  adminPartnerRoutes(admin, { pool, checkWebhookUrl: deps.checkWebhookUrl, partnerChanged: deps.credentials.forget });
   const groups = { partner, admin };
-  for (const register of deps.routeModules ?? []) register(groups);
+  for (const surface of deps.surfaces) surface.routes?.(groups);
 
   const openApiUrl = `${PARTNER_PREFIX}/openapi.json`;
   const partnerDocument = buildOpenApiDocument({ title: "Offramp partner API", version: "1.0.0", serverUrl: PARTNER_PREFIX, groups: [partner] });
@@ -97,22 +89,15 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   app.use(open.routes());
   app.use(operatorRoutes({ pool, registry: metrics.registry }).routes());
   app.use(docsRoutes(openApiUrl).routes());
-  for (const router of deps.publicRouters ?? []) app.use(router.routes()).use(router.allowedMethods());
-  if (config.sandbox) {
-    for (const simulator of deps.simulators ?? []) {
-      const mount = createRouter<unknown>({ prefix: simulator.prefix });
-      mount.use(simulator.router.routes(), simulator.router.allowedMethods());
-      app.use(mount.routes());
-    }
-  }
+  for (const router of deps.surfaces.flatMap((surface) => surface.routers ?? [])) app.use(router.routes()).use(router.allowedMethods());
 
-  for (const surface of deps.surfaces ?? []) {
+  for (const api of deps.surfaces.flatMap((surface) => (surface.api ? [surface.api] : []))) {
     const documentRoute = createRouter();
-    documentRoute.get(surface.documentUrl, (ctx) => {
-      ctx.body = surface.document;
+    documentRoute.get(api.documentUrl, (ctx) => {
+      ctx.body = api.document;
     });
     app.use(documentRoute.routes());
-    app.use(surface.middleware);
+    app.use(api.middleware);
   }
 
   app.use(partner.middleware());

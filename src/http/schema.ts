@@ -88,3 +88,17 @@ export const errorBodySchema = {
   required: ["error", "message"],
   properties: { error: { type: "string" }, message: { type: "string" } },
 } as const;
+
+/** The schema of a page envelope (db/filters.ts pageOf) whose items under `key` follow `items`. */
+export function pageSchema(key: string, items: JsonSchema) {
+  return {
+    type: "object",
+    properties: {
+      [key]: { type: "array", items },
+      total: { type: "integer" },
+      limit: { type: "integer" },
+      offset: { type: "integer" },
+      hasMore: { type: "boolean" },
+    },
+  } as const;
+}

@@ -23,6 +23,7 @@
 import { Decimal } from "decimal.js";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { keccak256, stringToBytes } from "viem";
+import { MEXICO_CITY_ZONE } from "../domain/periods.ts";
 
 export type CepReceipt = {
   /** Clave de rastreo, as the central bank has it. */
@@ -156,9 +157,8 @@ function parseAmount(value: string, field: string): string {
   return amount.toFixed(2);
 }
 
-const MEXICO_CITY = "America/Mexico_City";
 const wallClock = new Intl.DateTimeFormat("en-US", {
-  timeZone: MEXICO_CITY,
+  timeZone: MEXICO_CITY_ZONE,
   hourCycle: "h23",
   year: "numeric",
   month: "2-digit",

@@ -1,8 +1,7 @@
-import type { Pool } from "../db/pool.ts";
+import type { Pool, PoolClient } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import type { KycDecision } from "../integrations/kyc-provider.ts";
-import { applyBuyerKycCallback } from "../market/kyc.ts";
 import { approveKyc, rejectKyc, setScreening } from "../users/users.ts";
 import { findKycSessionByProviderId, kycSessionFromRow, type KycSessionRecord, type KycSessionRow } from "./sessions.ts";
 
@@ -14,6 +13,9 @@ import { findKycSessionByProviderId, kycSessionFromRow, type KycSessionRecord, t
  */
 export type KycCallbackOutcome = "decided" | "already-decided" | "screening" | "not-final";
 
+/** Sessions of the same provider that are not partners' users' (a market buyer's): applied by their owner, or undefined when unknown. */
+export type OtherKycSession = (tx: PoolClient, decision: KycDecision) => Promise<{ outcome: KycCallbackOutcome; sessionId: string } | undefined>;
+
 /**
  * Applies a verified provider callback (decisions section 4), in one transaction with the session row
  * locked, so concurrent deliveries of the same callback apply once:
@@ -22,12 +24,12 @@ export type KycCallbackOutcome = "decided" | "already-decided" | "screening" | "
  * billed for. PEP / sanctions matches are raised on the session and the user. A session's first final
  * decision is the only one applied. Unknown session: NOT_FOUND, nothing changes.
  */
-export async function applyKycCallback(pool: Pool, decision: KycDecision): Promise<{ outcome: KycCallbackOutcome; session: Pick<KycSessionRecord, "id"> }> {
+export async function applyKycCallback(pool: Pool, decision: KycDecision, otherSession: OtherKycSession): Promise<{ outcome: KycCallbackOutcome; session: Pick<KycSessionRecord, "id"> }> {
   return withTransaction(pool, async (tx) => {
     const session = await findKycSessionByProviderId(tx, decision.sessionId, true);
     if (!session) {
       // Not a partner's user: a market buyer's session (same provider, decisions 17), or unknown.
-      const buyer = await applyBuyerKycCallback(tx, decision);
+      const buyer = await otherSession(tx, decision);
       if (buyer) return { outcome: buyer.outcome, session: { id: buyer.sessionId } };
       throw new NotFoundError("No KYC session with this id");
     }

@@ -6,7 +6,7 @@ import { KycLimitReachedError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import { KYC_SESSION_PRICE_USD, type KycLevel } from "../domain/kyc.ts";
 import { markKycPending } from "../users/users.ts";
-import { mexicoMonth } from "./months.ts";
+import { mexicoMonth } from "../domain/periods.ts";
 
 export type KycSessionStatus = "CREATING" | "FAILED" | "PENDING" | "APPROVED" | "REJECTED";
 

@@ -2,7 +2,7 @@ import type { Queryable } from "../db/pool.ts";
 import { KYC_LEVELS, KYC_SESSION_PRICE_USD, type KycLevel } from "../domain/kyc.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { effectiveLimits, getPartner } from "../partners/partners.ts";
-import { mexicoMonth, mexicoMonthRange } from "./months.ts";
+import { mexicoMonth, mexicoMonthRange } from "../domain/periods.ts";
 import { kycSessionFromRow, type KycSessionRow } from "./sessions.ts";
 
 export interface KycUsageSession {

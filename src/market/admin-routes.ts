@@ -4,6 +4,7 @@ import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import { buyerStanding, buyerView, findBuyer, listBuyers, setBuyerStatus, type BuyerPolicy } from "./buyers.ts";
 import { readReputations } from "./order-book.ts";
+import { pageOf } from "../db/filters.ts";
 
 /** `GET /admin/v1/buyers` and `PATCH /admin/v1/buyers/:wallet` (decisions 17): operators list, suspend and reinstate buyers. */
 export function adminBuyerRoutes(admin: RouteGroup, deps: { pool: Pool; policy: BuyerPolicy; indexerSchema: string | undefined }): void {
@@ -23,7 +24,7 @@ export function adminBuyerRoutes(admin: RouteGroup, deps: { pool: Pool; policy: 
       const { rows, total } = await listBuyers(pool, query);
       const reputations = await readReputations(pool, deps.indexerSchema, rows.map((row) => row.wallet));
       const buyers = await Promise.all(rows.map(async (row) => buyerView(row, await buyerStanding(pool, policy, row), reputations.get(row.wallet) ?? 0)));
-      ctx.body = { buyers, total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total };
+      ctx.body = pageOf("buyers", buyers, total, query);
     },
   );
 

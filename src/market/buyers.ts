@@ -3,7 +3,7 @@ import type { Queryable } from "../db/pool.ts";
 import { FULL_THRESHOLD_MXN, type KycLevel, type KycTierValue } from "../domain/kyc.ts";
 import { money, toJsonNumber } from "../domain/money.ts";
 import { mexicoPeriodStart } from "../domain/periods.ts";
-import { sandboxAccounts } from "../chain/local-node.ts";
+import { sandboxAccounts } from "../stack/local-node.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import type { KycStatus } from "../users/users.ts";
 

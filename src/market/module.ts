@@ -1,25 +1,21 @@
 import type Koa from "koa";
-import type Router from "@koa/router";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { SanctionsList } from "../domain/sanctions.ts";
-import type { RouteGroups, Surface } from "../http/app.ts";
+import type { Surface } from "../http/app.ts";
 import type { AppState } from "../http/context.ts";
 import { buildOpenApiDocument } from "../http/openapi.ts";
 import { RouteGroup } from "../http/routes.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
-import type { CepPortalSimulator } from "../sandbox/simulators/cep-portal.ts";
-import type { KycProviderSimulator } from "../sandbox/simulators/kyc-provider.ts";
 import { adminBuyerRoutes } from "./admin-routes.ts";
 import { buyerSessionGuard } from "./auth.ts";
 import type { BuyerPolicy } from "./buyers.ts";
 import { marketPageRouter } from "./page.ts";
 import { createPermitIssuer, type PermitIssuer } from "./permits.ts";
-import { MARKET_PREFIX, marketRoutes, signInRateLimit } from "./routes.ts";
-import { marketSandboxRoutes, sandboxChainRoutes } from "./sandbox-routes.ts";
+import { MARKET_PREFIX, marketRoutes, signInRateLimit, type MarketRouteDeps } from "./routes.ts";
 
 export function buyerPolicy(config: Config): BuyerPolicy {
   return { maxOpenLocks: config.buyerMaxOpenLocks, maxExpiredLocks: config.buyerMaxExpiredLocks, sandbox: config.sandbox };
@@ -37,7 +33,8 @@ export function marketPermits(deps: { config: Config; pool: Pool; gateway: Escro
 
 /**
  * The buyer market (issue 14, decisions 17): the API under /market/v1 with its own OpenAPI document,
- * the admin buyer routes, the sandbox chain and faucet helpers, and the page at /market.
+ * the admin buyer routes and the page at /market. In sandbox, `sandboxRoutes` (the sandbox surface's
+ * buyer helpers) are added to the session-guarded group before its document is built.
  */
 export function marketModule(deps: {
   config: Config;
@@ -47,10 +44,9 @@ export function marketModule(deps: {
   permits: PermitIssuer;
   ports: OrderEffectPorts;
   kycProvider: Pick<KycProviderClient, "createSession">;
-  kycSimulator: KycProviderSimulator | undefined;
-  cepSimulator: CepPortalSimulator | undefined;
   indexerSchema: string | undefined;
-}): { surface: Surface; routes: (groups: RouteGroups) => void; pageRouter: Router<AppState> } {
+  sandboxRoutes: ((market: RouteGroup, deps: Pick<MarketRouteDeps, "pool" | "policy" | "indexerSchema">) => void) | undefined;
+}): Surface {
   const { config, pool } = deps;
   const policy = buyerPolicy(config);
   const open = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [signInRateLimit(pool)] });
@@ -67,7 +63,7 @@ export function marketModule(deps: {
     indexerSchema: deps.indexerSchema,
   };
   marketRoutes(open, market, routeDeps);
-  if (config.sandbox) marketSandboxRoutes(market, { ...routeDeps, kyc: deps.kycSimulator, cep: deps.cepSimulator });
+  deps.sandboxRoutes?.(market, routeDeps);
 
   const document = buildOpenApiDocument({ title: "Offramp market API", version: "1.0.0", serverUrl: MARKET_PREFIX, groups: [open, market] });
   // The bearer scheme here is the buyer's session token, not the admin token: named for what it is.
@@ -79,11 +75,8 @@ export function marketModule(deps: {
   const openRoutes = open.router.routes() as Koa.Middleware<AppState>;
   const guarded = market.middleware();
   return {
-    surface: { documentUrl: `${MARKET_PREFIX}/openapi.json`, document: named, middleware: (ctx, next) => openRoutes(ctx, () => guarded(ctx, next)) },
-    routes: ({ admin, partner }) => {
-      adminBuyerRoutes(admin, { pool, policy, indexerSchema: deps.indexerSchema });
-      if (config.sandbox) sandboxChainRoutes(partner, { pool, gateway: deps.gateway });
-    },
-    pageRouter: marketPageRouter(),
+    api: { documentUrl: `${MARKET_PREFIX}/openapi.json`, document: named, middleware: (ctx, next) => openRoutes(ctx, () => guarded(ctx, next)) },
+    routes: ({ admin }) => adminBuyerRoutes(admin, { pool, policy, indexerSchema: deps.indexerSchema }),
+    routers: [marketPageRouter()],
   };
 }

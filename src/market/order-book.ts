@@ -1,8 +1,9 @@
-import { qualifiedTable } from "../chain/indexer-process.ts";
+import { qualifiedTable } from "../sync/indexer-tables.ts";
 import type { Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import { pricePerUnit } from "../orders/queries.ts";
+import { pageOf } from "../db/filters.ts";
 
 // The order book (decisions 17): ACTIVE orders of every partner whose listing has not expired, cheapest
 // price per unit first. It shows what a buyer needs to choose, never the CLABE, the partner or the user.
@@ -66,8 +67,9 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
   ]);
   const reputations = await readReputations(db, indexerSchema, rows.flatMap((row) => (row.seller_wallet ? [row.seller_wallet] : [])));
   const total = Number(count.rows[0]!.n);
-  return {
-    orders: rows.map((row) => ({
+  return pageOf(
+    "orders",
+    rows.map((row) => ({
       escrowOrderId: row.escrow_order_id,
       token: row.token,
       amount: toJsonNumber(row.amount_usdc),
@@ -79,8 +81,6 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
       sellerReputation: row.seller_wallet ? (reputations.get(row.seller_wallet.toLowerCase()) ?? 0) : 0,
     })),
     total,
-    limit: filters.limit,
-    offset: filters.offset,
-    hasMore: filters.offset + rows.length < total,
-  };
+    filters,
+  );
 }

@@ -4,7 +4,7 @@ import { InvalidStateError, RateLimitedError } from "../domain/errors.ts";
 import type { KycLevel } from "../domain/kyc.ts";
 import { bearerToken, type AppState } from "../http/context.ts";
 import { countRequest } from "../http/middleware/rate-limit.ts";
-import { checkReturnUrl, kycSessionBodySchema } from "../http/routes/kyc.ts";
+import { checkReturnUrl, kycSessionBodySchema } from "../kyc/routes.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";

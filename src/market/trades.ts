@@ -4,6 +4,7 @@ import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix, findParticipantByCode } from "../domain/spei-participants.ts";
 import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
 import { orderTimeline, type OrderRow, type TimelineEntry } from "../orders/queries.ts";
+import { pageOf } from "../db/filters.ts";
 
 // A buyer's trades (decisions 17): the orders its wallet locked, with where and how much to pay once
 // locked, its payment report and the order's timeline. Another wallet's trade is indistinguishable from
@@ -127,5 +128,5 @@ export async function listTrades(db: Queryable, wallet: string, filters: { statu
     db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values),
   ]);
   const total = Number(count.rows[0]!.n);
-  return { trades: rows.map(tradeListItem), total, limit: filters.limit, offset: filters.offset, hasMore: filters.offset + rows.length < total };
+  return pageOf("trades", rows.map(tradeListItem), total, filters);
 }

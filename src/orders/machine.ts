@@ -1,4 +1,5 @@
 import { and, assign, enqueueActions, setup } from "xstate";
+import { mexicoDay } from "../domain/periods.ts";
 
 // The order state machine: it mirrors the spec's status chart (8 states, terminal states final) and is
 // the only code that decides a status change. It is pure: `transition(orderMachine, snapshot, event)`
@@ -14,17 +15,20 @@ export type DisputeOutcome = (typeof DISPUTE_OUTCOMES)[number];
 export type RefundReason = "LOCK_EXPIRED" | "LISTING_EXPIRED" | "CANCELLED" | "DISPUTE";
 export type TimerKind = "DEPOSIT_TIMEOUT" | "LISTING_TIMEOUT" | "LOCK_TIMEOUT" | "REFUND_GRACE_TIMEOUT";
 export type ChainAction = "confirmPayment" | "cancel" | "expireListing" | "refundExpiredLock" | "resolveDispute";
-export type EventType =
-  | "order.created"
-  | "order.deposit_confirmed"
-  | "order.locked"
-  | "order.payment_verified"
-  | "order.completed"
-  | "order.refunded"
-  | "order.lock_expired"
-  | "order.disputed"
-  | "order.dispute_resolved"
-  | "order.expired";
+/** The webhook events an order raises: the spec's kinds plus `order.expired` (decisions section 9). */
+export const ORDER_EVENT_TYPES = [
+  "order.created",
+  "order.deposit_confirmed",
+  "order.locked",
+  "order.payment_verified",
+  "order.completed",
+  "order.refunded",
+  "order.lock_expired",
+  "order.disputed",
+  "order.dispute_resolved",
+  "order.expired",
+] as const;
+export type EventType = (typeof ORDER_EVENT_TYPES)[number];
 
 export interface OrderContext {
   orderId: string;
@@ -159,12 +163,11 @@ export function lockGraceEndsAt(context: Pick<OrderContext, "lockExpiresAt" | "r
   return new Date(Date.parse(context.lockExpiresAt) + (context.refundGraceSeconds ?? 0) * 1000).toISOString();
 }
 
-const mexicoDay = (iso: string) => new Intl.DateTimeFormat("en-CA", { timeZone: "America/Mexico_City", year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date(iso));
 
 /** A report names a payment made inside the lock window: its operation day (Mexico City) is one of the window's days. */
 export function reportInLockWindow(context: Pick<OrderContext, "lockedAt" | "lockExpiresAt">, report: PaymentReportId): boolean {
   if (context.lockedAt === null || context.lockExpiresAt === null) return false;
-  return report.operationDate >= mexicoDay(context.lockedAt) && report.operationDate <= mexicoDay(context.lockExpiresAt);
+  return report.operationDate >= mexicoDay(new Date(context.lockedAt)) && report.operationDate <= mexicoDay(new Date(context.lockExpiresAt));
 }
 
 /** A report of an in-window payment is being verified: the lock-expiry refund waits for it (decisions 19). */

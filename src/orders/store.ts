@@ -3,6 +3,7 @@ import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { orderMachine, type ChainAction, type DisputeOutcome, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
+import { PermanentError } from "../domain/errors.ts";
 
 /**
  * What a transition's effects need from the outside, implemented by the jobs and webhooks layers and
@@ -135,7 +136,7 @@ export async function applyOrderEvent(
       [orderId],
     );
     const row = rows[0];
-    if (!row) throw new Error(`order ${orderId} does not exist`);
+    if (!row) throw new PermanentError(`order ${orderId} does not exist`);
     const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version };
     if (options.chainEventId !== undefined) {
       const fresh = await tx.query("INSERT INTO applied_chain_events (event_id, order_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [options.chainEventId, orderId]);

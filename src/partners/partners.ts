@@ -1,4 +1,4 @@
-import { withAudit, type AuditContext } from "../dashboard/audit.ts";
+import { withAudit, type AuditContext } from "./audit.ts";
 import type { Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";

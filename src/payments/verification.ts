@@ -13,7 +13,7 @@ import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 // reads the order, asks the central bank's CEP portal for the receipt itself (never a file from the
 // buyer), checks it, and ends in exactly one of: PAYMENT_VERIFIED, PAYMENT_REJECTED (the order stays
 // LOCKED), the next attempt scheduled, or nothing (the report is no longer being verified). Whatever it
-// ends in is committed in one transaction with the attempt's own completion (see payment-jobs.ts), so a
+// ends in is committed in one transaction with the attempt's own completion (see src/workers/payment-verification.ts), so a
 // crash repeats an attempt, never half of one.
 
 /** Reasons of PAYMENT_REJECTED besides verifyCepReceipt's (BENEFICIARY_MISMATCH, AMOUNT_TOO_LOW, ...). */

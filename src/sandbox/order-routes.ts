@@ -2,7 +2,7 @@ import { BaseError, ContractFunctionRevertedError, encodeFunctionData, maxUint25
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
-import { sandboxAccounts } from "../chain/local-node.ts";
+import { sandboxAccounts } from "../stack/local-node.ts";
 import { sendFromWallet, type WalletCall } from "../chain/wallet-sends.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, ValidationError } from "../domain/errors.ts";

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { sandboxAccounts } from "../chain/local-node.ts";
+import { sandboxAccounts } from "../stack/local-node.ts";
 import type { Pool } from "../db/pool.ts";
 import { parseClabe, withCheckDigit } from "../domain/clabe.ts";
 import { InvalidStateError } from "../domain/errors.ts";

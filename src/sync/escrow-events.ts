@@ -1,4 +1,4 @@
-import { eventTable, readIndexerHead } from "../chain/indexer-process.ts";
+import { eventTable, readIndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";

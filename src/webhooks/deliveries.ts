@@ -1,5 +1,5 @@
-import { recordAudit, type AuditContext } from "../dashboard/audit.ts";
-import { whereEqual } from "../db/filters.ts";
+import { recordAudit, type AuditContext } from "../partners/audit.ts";
+import { whereEqual, pageOf, type Page } from "../db/filters.ts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import type { PgBoss } from "../jobs/boss.ts";
@@ -93,13 +93,7 @@ async function queryDeliveries(db: Queryable, filter: DeliveryFilter): Promise<{
   return { rows, total: counted[0]!.total };
 }
 
-export interface DeliveryPage<T> {
-  deliveries: T[];
-  total: number;
-  limit: number;
-  offset: number;
-  hasMore: boolean;
-}
+export type DeliveryPage<T> = Page<"deliveries", T>;
 
 /** `GET /webhooks`: one partner's deliveries, newest first. */
 export async function listPartnerDeliveries(
@@ -108,13 +102,13 @@ export async function listPartnerDeliveries(
   filter: Omit<DeliveryFilter, "partnerId">,
 ): Promise<DeliveryPage<DeliveryRecord>> {
   const { rows, total } = await queryDeliveries(db, { ...filter, partnerId });
-  return { deliveries: rows.map(deliveryView), total, limit: filter.limit, offset: filter.offset, hasMore: filter.offset + rows.length < total };
+  return pageOf("deliveries", rows.map(deliveryView), total, filter);
 }
 
 /** Operator console: every partner's deliveries, newest first. */
 export async function listAllDeliveries(db: Queryable, filter: DeliveryFilter): Promise<DeliveryPage<AdminDeliveryRecord>> {
   const { rows, total } = await queryDeliveries(db, filter);
-  return { deliveries: rows.map(adminView), total, limit: filter.limit, offset: filter.offset, hasMore: filter.offset + rows.length < total };
+  return pageOf("deliveries", rows.map(adminView), total, filter);
 }
 
 /** One order's deliveries in sequence order (the admin order detail shows them). */

@@ -1,22 +1,12 @@
 import type { Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { PgBoss } from "../jobs/boss.ts";
+import { ORDER_EVENT_TYPES, type EventType } from "../orders/machine.ts";
 import { enqueueAttempt } from "./queue.ts";
 
-/** The spec's event kinds plus `order.expired` (decisions section 9). */
-export const EVENT_TYPES = [
-  "order.created",
-  "order.deposit_confirmed",
-  "order.locked",
-  "order.payment_verified",
-  "order.completed",
-  "order.refunded",
-  "order.lock_expired",
-  "order.disputed",
-  "order.dispute_resolved",
-  "order.expired",
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+/** The event kinds an outbox row may carry: the order's (orders/machine.ts owns the list). */
+export const EVENT_TYPES = ORDER_EVENT_TYPES;
+export type { EventType };
 
 export const MAX_ATTEMPTS = 5;
 
@@ -45,19 +35,6 @@ export interface RecordedEvent {
   body: string;
 }
 
-// The job queues recordEvent may enqueue on: every started delivery module of this process. The job row
-// is written through the caller's transaction, so the queue instance only supplies pg-boss's metadata.
-const boundQueues: PgBoss[] = [];
-
-/** Lets recordEvent enqueue first attempts through this pg-boss instance (done by startWebhookDelivery). */
-export function bindWebhookOutbox(boss: PgBoss): () => void {
-  boundQueues.push(boss);
-  return () => {
-    const index = boundQueues.lastIndexOf(boss);
-    if (index >= 0) boundQueues.splice(index, 1);
-  };
-}
-
 /**
  * Records an order event in the outbox. Call it inside the transaction that changes the order's state:
  * the event, its per-order sequence, its delivery record and the first attempt's job all commit with
@@ -71,13 +48,13 @@ export function bindWebhookOutbox(boss: PgBoss): () => void {
  * - A partner without a webhook URL gets no delivery record: the event is still stored with its
  *   sequence (the order's event history), but setting a URL later does not send past events.
  */
-export async function recordEvent(tx: Queryable, event: OutboxEvent, options: { boss?: PgBoss } = {}): Promise<RecordedEvent> {
+export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { boss: PgBoss }): Promise<RecordedEvent> {
   if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
   for (const field of CORE_FIELDS) {
     if (field in event.data) throw new Error(`Event data must not set "${field}": recordEvent fills it`);
   }
-  const boss = options.boss ?? boundQueues.at(-1);
-  if (!boss) throw new Error("The webhook outbox has no job queue: start the webhook delivery module (or bindWebhookOutbox) first");
+  // The job row is written through the caller's transaction: the queue instance only supplies pg-boss's metadata.
+  const { boss } = queue;
 
   const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null }>(
     "SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1",

@@ -3,6 +3,9 @@ import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 import { ValidationError } from "../domain/errors.ts";
 
+/** Refuses (throws a ValidationError for) a webhook URL that may not be stored. */
+export type WebhookUrlCheck = (url: string) => void;
+
 /**
  * A webhook URL must be absolute `https` (decisions section 9); `WEBHOOK_ALLOW_PRIVATE` (sandbox) also
  * allows `http`. Addresses are checked again after DNS resolution at every delivery.

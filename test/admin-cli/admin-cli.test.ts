@@ -4,12 +4,11 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../support/service.ts";
+import { repoRoot as ROOT } from "../../src/paths.ts";
 
 // `npm run admin -- ...` run as a child process against a running test service, as an operator would.
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = path.join(ROOT, "src/cli/admin.ts");
 
 let service: TestService;

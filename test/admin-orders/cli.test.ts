@@ -2,16 +2,15 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { disputedOrder, waitForAdminStatus, type DisputedOrder } from "../disputes/support.ts";
 import { ADMIN_TOKEN } from "../support/service.ts";
 import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
+import { repoRoot as ROOT } from "../../src/paths.ts";
 
 // `npm run admin -- orders|deliveries|stats|machine|revenue ...` run as a child process against a
 // service on the real chain, as an operator would.
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = path.join(ROOT, "src/cli/admin.ts");
 
 let stack: TradeStack;

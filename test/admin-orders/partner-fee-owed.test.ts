@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { parseEventLogs, type Address, type Hex } from "viem";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
-import { mexicoMonth } from "../../src/kyc/months.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
+import { mexicoMonth } from "../../src/domain/periods.ts";
 import { escrowCredit } from "../disputes/support.ts";
 import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
-import { mexicoMonth } from "../../src/kyc/months.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
+import { mexicoMonth } from "../../src/domain/periods.ts";
 import { disputeOrder, escrowCredit, resolve, usdcBalance, waitForAdminStatus } from "../disputes/support.ts";
 import { divideHalfUp, scaled } from "../support/cents-oracle.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createPublicClient, createWalletClient, defineChain, http, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { devAccounts, LOCAL_CHAIN_ID, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
+import { devAccounts, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
+import { LOCAL_CHAIN_ID } from "../../src/config.ts";
 
 const BURST = 400;
 let chain: LocalChain;

@@ -10,7 +10,7 @@ import { encodeFunctionData, keccak256, type Hash, type Hex } from "viem";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { createEscrowGateway, type EscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { createTransactionSender, recordTransactionRequest, type TransactionSender } from "../../src/chain/transaction-sender.ts";
-import { orderEffectPorts } from "../../src/jobs/order-jobs.ts";
+import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { withTransaction } from "../../src/db/pool.ts";
 import { createLogger } from "../../src/logger.ts";
 import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";

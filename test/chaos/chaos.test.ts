@@ -8,12 +8,11 @@ import { readFileSync, readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import type { ChaosReport } from "../../src/cli/chaos/report.ts";
 import { PATH_NAMES } from "../../src/cli/chaos/paths.ts";
+import { repoRoot } from "../../src/paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** Service settings a developer's shell may hold; the harness sets its own. */
 const CONFIG_VARIABLES = ["PORT", "HOST", "DATABASE_URL", "RPC_URL", "CHAIN_ID", "ESCROW_ADDRESS", "USDC_ADDRESS", "SERVICE_PRIVATE_KEY", "ARBITER_PRIVATE_KEY", "ADMIN_TOKEN", "INDEXER_SCHEMA", "CEP_URL"];
 

@@ -4,7 +4,7 @@
 // order to move (as it moves only when the indexer has seen the chain) between steps.
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { eventTable } from "../../src/chain/indexer-process.ts";
+import { eventTable } from "../../src/sync/indexer-tables.ts";
 import type { Pool } from "../../src/db/pool.ts";
 import { SELLER_CLABE } from "../support/trade-stack.ts";
 

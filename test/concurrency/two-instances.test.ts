@@ -5,18 +5,16 @@
 // must happen on chain exactly once per order, and the webhook receiver must get every event of every
 // order, each sequence number once.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPool, type Pool } from "../../src/db/pool.ts";
-import { SELLER_CLABE, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
+import { ADMIN_TOKEN } from "../support/service.ts";
+import { SELLER_CLABE, spawnServiceProcess, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 import { adminOrder, assertTransactionsOnce, call, escrowEventCounts, everyPath, expectedEnd, trade, waitForOrder, waitForStatus, type Client, type TradePath } from "./support.ts";
 
-const serviceScript = fileURLToPath(new URL("../payments/support/service-process.ts", import.meta.url));
-const ADMIN_TOKEN = "two-instances-admin-token-0123456789";
 
 interface Instance {
   name: string;
@@ -45,30 +43,8 @@ after(async () => {
 });
 
 async function startInstance(name: string, env: Record<string, string> = {}): Promise<Instance> {
-  const child = spawn(process.execPath, [serviceScript], {
-    env: {
-      ...process.env,
-      DATABASE_URL: chainStack.databaseUrl,
-      INDEXER_SCHEMA: chainStack.indexerSchema,
-      RPC_URL: chainStack.chainSettings.rpcUrl,
-      CHAIN_ID: String(chainStack.chainSettings.chainId),
-      ESCROW_ADDRESS: chainStack.chainSettings.escrowAddress,
-      USDC_ADDRESS: chainStack.chainSettings.usdcAddress,
-      SERVICE_PRIVATE_KEY: chainStack.chainSettings.servicePrivateKey,
-      ARBITER_PRIVATE_KEY: chainStack.chainSettings.arbiterPrivateKey,
-      ADMIN_TOKEN,
-      PORT: "0",
-      WEBHOOK_RETRY_DELAYS_SECONDS: "1,2,3,5,8",
-      WEBHOOK_TIMEOUT_MS: "5000",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const { child, baseUrl } = await spawnServiceProcess(chainStack, { WEBHOOK_RETRY_DELAYS_SECONDS: "1,2,3,5,8", WEBHOOK_TIMEOUT_MS: "5000", ...env }, 90_000);
   children.push(child);
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const baseUrl = await waitFor(`service ${name} to be ready`, async () => /ready (\S+)/.exec(output)?.[1] ?? (child.exitCode !== null ? "exited" : undefined), 90_000);
-  assert.notEqual(baseUrl, "exited", `service ${name} started`);
   const instance: Instance = { name, child, baseUrl, alive: true };
   child.once("exit", () => (instance.alive = false));
   return instance;

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { throttleClock } from "../../src/dashboard/sessions.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
 import { assertError, assertStatus, ISO_MILLIS, midMinute } from "../support/assertions.ts";
 import type { TestService } from "../support/service.ts";
@@ -13,9 +12,10 @@ import { dashboardClient, inviteToken, memberOf } from "./support.ts";
 // usage read from the enforcing code, and the audit log of members' and operators' changes.
 
 let service: TestService;
-/** The service's rate-limit clock: the real time unless a test pins it. */
-let pinnedRateInstant: number | undefined;
-const rateClock = { now: () => pinnedRateInstant ?? Date.now() };
+/** The service's clock (rate-limit and sign-in throttling windows): the real time unless a test pins or shifts it. */
+let pinnedInstant: number | undefined;
+let shiftMs = 0;
+const serviceClock = { now: () => pinnedInstant ?? Date.now() + shiftMs };
 let receiver: TestReceiver;
 let partner: { id: string; apiKey: string; webhookSecret: string };
 let owner: Awaited<ReturnType<typeof memberOf>>;
@@ -25,18 +25,17 @@ let viewer: Awaited<ReturnType<typeof memberOf>>;
 /** Runs `work` with sign-in throttling counted in a window of its own (15-minute windows are shared by the whole file otherwise). */
 async function inOwnThrottleWindow<T>(work: () => Promise<T>): Promise<T> {
   const offset = (Math.floor(Math.random() * 1e6) + 10) * 15 * 60_000;
-  const real = throttleClock.now;
-  throttleClock.now = () => real() + offset;
+  shiftMs = offset;
   try {
     return await work();
   } finally {
-    throttleClock.now = real;
+    shiftMs = 0;
   }
 }
 
 before(async () => {
   receiver = await startReceiver();
-  service = await startOfflineOrderService({}, { clock: rateClock });
+  service = await startOfflineOrderService({}, { clock: serviceClock });
   partner = await service.createPartner({ name: "Acme Wallet", tier: "GROWTH" });
   owner = await memberOf(service, partner.id, "OWNER");
   developer = await memberOf(service, partner.id, "DEVELOPER");
@@ -115,18 +114,17 @@ describe("signing in", () => {
   });
 
   test("after 5 failures in 15 minutes for an email, 429 RATE_LIMITED with Retry-After, even with the right password; a later window lets in", async () => {
-    const real = throttleClock.now;
-    const base = (Math.floor(real() / 900_000) + 5000) * 900_000 + 60_000;
-    throttleClock.now = () => base;
+    const base = (Math.floor(Date.now() / 900_000) + 5000) * 900_000 + 60_000;
+    pinnedInstant = base;
     try {
       for (let i = 0; i < 5; i++) assertError(await dashboardClient(service).signIn(developer.email, `wrong password ${i}`), 401, "INVALID_CREDENTIALS");
       const refused = await dashboardClient(service).signIn(developer.email, developer.password);
       assertError(refused, 429, "RATE_LIMITED");
       assert.equal(refused.headers.get("retry-after"), String(14 * 60));
-      throttleClock.now = () => base + 900_000;
+      pinnedInstant = base + 900_000;
       assertStatus(await dashboardClient(service).signIn(developer.email, developer.password), 201);
     } finally {
-      throttleClock.now = real;
+      pinnedInstant = undefined;
     }
   });
 
@@ -379,7 +377,7 @@ describe("orders and the delivery log", () => {
 
   test("usage: read by the enforcing code; dashboard requests are not counted in the API window", async () => {
     const fixed = midMinute();
-    pinnedRateInstant = fixed;
+    pinnedInstant = fixed;
     try {
       let remaining = 0;
       for (let i = 0; i < 3; i++) remaining = Number((await service.api("GET", "/health", { key: partner.apiKey })).headers.get("x-ratelimit-remaining"));
@@ -397,7 +395,7 @@ describe("orders and the delivery log", () => {
       assert.deepEqual(usage.body.kyc, { sessionsThisMonth: 0, included: 100, cap: 1000, billedUsd: 0 });
       assert.deepEqual(usage.body.revenue, { feesCollectedUsdc: 0, serviceShareUsdc: 0, owedToPartnerUsdc: 0 });
     } finally {
-      pinnedRateInstant = undefined;
+      pinnedInstant = undefined;
     }
   });
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Address } from "viem";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 import { adminOrder, chainReputation, disputedOrder, escrowCredit, escrowHeld, resolve, usdcBalance, waitForWebhook, webhooksOf, type AdminOrderDetail, type DisputedOrder } from "./support.ts";

@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { describe, it } from "node:test";
 import { abiModulePath, renderAbiModule } from "../../scripts/export-abi.ts";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { readArtifact } from "../../src/chain/deploy.ts";
+import { readArtifact } from "../../src/stack/deploy.ts";
 
 describe("src/chain/escrow-abi.ts", () => {
   it("is identical to the ABI rendered from the current Hardhat artifacts (run `npm run abi` if not)", async () => {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { getAddress, keccak256, toHex } from "viem";
 import type { Hex } from "viem";
-import { ARBITER_ROLE, DEFAULT_ADMIN_ROLE, SERVICE_ROLE, readArtifact } from "../../src/chain/deploy.ts";
+import { ARBITER_ROLE, DEFAULT_ADMIN_ROLE, SERVICE_ROLE, readArtifact } from "../../src/stack/deploy.ts";
 import { disputeOutcome, escrowAbi, orderTermsTypes, refundReason, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { DAY, assertEvent, escrowEvents, expectRevert, loadFixture, newOrderId, zeroAddress } from "./fixtures.ts";
 

@@ -10,12 +10,12 @@ import { promisify } from "node:util";
 import { createPublicClient, getAddress, http } from "viem";
 import type { Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { ARBITER_ROLE, DEFAULT_ADMIN_ROLE, SERVICE_ROLE, deployContracts, readDeployment } from "../../src/chain/deploy.ts";
+import { ARBITER_ROLE, DEFAULT_ADMIN_ROLE, SERVICE_ROLE, deployContracts, readDeployment } from "../../src/stack/deploy.ts";
 import { deployPlanFromEnv } from "../../src/cli/deploy.ts";
-import type { Deployment } from "../../src/chain/deploy.ts";
+import type { Deployment } from "../../src/stack/deploy.ts";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { DEV_ACCOUNT, devAccounts, sandboxAccounts, startLocalChain } from "../../src/chain/local-node.ts";
-import type { LocalChain } from "../../src/chain/local-node.ts";
+import { DEV_ACCOUNT, devAccounts, sandboxAccounts, startLocalChain } from "../../src/stack/local-node.ts";
+import type { LocalChain } from "../../src/stack/local-node.ts";
 
 const deployer = devAccounts[DEV_ACCOUNT.deployer];
 const service = devAccounts[DEV_ACCOUNT.service];

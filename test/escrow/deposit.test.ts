@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { getAddress, hashTypedData, hexToBigInt, keccak256, numberToHex, parseSignature, serializeSignature, toHex } from "viem";
 import type { Hex } from "viem";
 import { orderTermsTypes, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { devAccounts } from "../../src/chain/local-node.ts";
+import { devAccounts } from "../../src/stack/local-node.ts";
 import { DAY, USDC, assertEvent, escrowEvents, expectRevert, loadFixture, mockTokenAbi, zeroAddress } from "./fixtures.ts";
 import type { Fixture, OrderTerms } from "./fixtures.ts";
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { getAddress, keccak256, toHex } from "viem";
-import { ARBITER_ROLE } from "../../src/chain/deploy.ts";
+import { ARBITER_ROLE } from "../../src/stack/deploy.ts";
 import { disputeOutcome } from "../../src/chain/escrow-abi.ts";
 import { USDC, assertEvent, escrowEvents, expectRevert, loadFixture, newOrderId } from "./fixtures.ts";
 import type { Fixture, OrderTerms } from "./fixtures.ts";

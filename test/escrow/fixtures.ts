@@ -23,9 +23,9 @@ import type {
   TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { ARBITER_ROLE, SERVICE_ROLE, readArtifact } from "../../src/chain/deploy.ts";
+import { ARBITER_ROLE, SERVICE_ROLE, readArtifact } from "../../src/stack/deploy.ts";
 import { escrowAbi, escrowEip712Domain, lockPermitTypes, orderTermsTypes, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { DEV_ACCOUNT, devAccounts } from "../../src/chain/local-node.ts";
+import { DEV_ACCOUNT, devAccounts } from "../../src/stack/local-node.ts";
 import type { LockPermit, OrderTerms } from "../../src/chain/escrow-gateway.ts";
 
 export const DAY = 86_400n;
@@ -74,7 +74,7 @@ export function newOrderId(label = "order"): Hex {
 /**
  * Connects to a fresh in-process Hardhat network and deploys TestUSDC and OfframpEscrow with the same
  * account layout as the sandbox: 1 service, 2 arbiter, 3 treasury, 4..9 sellers and buyers, 10 admin
- * (which deploys here, to keep the set-up short; src/chain/deploy.ts deploys from account 0).
+ * (which deploys here, to keep the set-up short; src/stack/deploy.ts deploys from account 0).
  */
 export async function deployFixture() {
   const connection = await network.create();

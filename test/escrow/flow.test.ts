@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { getAddress, hashTypedData, keccak256, recoverTypedDataAddress, toHex } from "viem";
 import type { Address, Hex } from "viem";
-import { SERVICE_ROLE } from "../../src/chain/deploy.ts";
+import { SERVICE_ROLE } from "../../src/stack/deploy.ts";
 import { disputeOutcome, lockPermitTypes } from "../../src/chain/escrow-abi.ts";
-import { devAccounts } from "../../src/chain/local-node.ts";
+import { devAccounts } from "../../src/stack/local-node.ts";
 import { DAY, GRACE, USDC, assertEvent, escrowEvents, expectRevert, loadFixture, newOrderId, zeroAddress } from "./fixtures.ts";
 import type { Fixture } from "./fixtures.ts";
 

@@ -21,7 +21,7 @@ import fc from "fast-check";
 import { getAddress, keccak256, maxUint256, parseEventLogs, toHex, zeroAddress } from "viem";
 import type { Address, Hex, TransactionReceipt } from "viem";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { devAccounts } from "../../src/chain/local-node.ts";
+import { devAccounts } from "../../src/stack/local-node.ts";
 import { GRACE, loadFixture, revertError } from "./fixtures.ts";
 import type { Fixture, OrderTerms } from "./fixtures.ts";
 

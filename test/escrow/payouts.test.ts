@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { getAddress, keccak256, toHex } from "viem";
 import type { Address } from "viem";
-import { DEFAULT_ADMIN_ROLE } from "../../src/chain/deploy.ts";
+import { DEFAULT_ADMIN_ROLE } from "../../src/stack/deploy.ts";
 import { disputeOutcome, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { USDC, assertEvent, escrowEvents, expectRevert, loadFixture, mockTokenAbi, zeroAddress } from "./fixtures.ts";
 import type { Fixture } from "./fixtures.ts";

@@ -17,8 +17,8 @@ import { createPublicClient, createWalletClient, http, keccak256, maxUint256, to
 import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
-import { deployContracts } from "../../src/chain/deploy.ts";
-import type { Deployment } from "../../src/chain/deploy.ts";
+import { deployLocal } from "../../src/stack/deploy.ts";
+import type { Deployment } from "../../src/stack/deploy.ts";
 import {
   disputeOutcome,
   escrowAbi,
@@ -28,16 +28,11 @@ import {
   refundReason,
   testUsdcAbi,
 } from "../../src/chain/escrow-abi.ts";
-import {
-  eventTable,
-  indexerSchemaName,
-  qualifiedTable,
-  readIndexerHead,
-  startIndexer,
-} from "../../src/chain/indexer-process.ts";
-import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/chain/indexer-process.ts";
-import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/chain/local-node.ts";
-import type { LocalChain } from "../../src/chain/local-node.ts";
+import { indexerSchemaName, startIndexer } from "../../src/stack/indexer-process.ts";
+import { eventTable, qualifiedTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
+import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/stack/indexer-process.ts";
+import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/stack/local-node.ts";
+import type { LocalChain } from "../../src/stack/local-node.ts";
 import { indexerNotifyChannel } from "../../src/sync/escrow-events.ts";
 import { createTestDatabase } from "../support/database.ts";
 
@@ -332,15 +327,7 @@ before(async () => {
   arbiter = wallet(2);
   seller = wallet(4);
   buyer = wallet(5);
-  deployment = await deployContracts({
-    rpcUrl: chain.rpcUrl,
-    deployerPrivateKey: devAccounts[0].privateKey,
-    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-    serviceAddress: service.account.address,
-    arbiterAddress: arbiter.account.address,
-    treasuryAddress: devAccounts[3].address,
-    pollingIntervalMs: 50,
-  });
+  deployment = await deployLocal({ rpcUrl: chain.rpcUrl, service: service.account.address, arbiter: arbiter.account.address, pollingIntervalMs: 50 });
   await send(admin, "usdc", "mint", [seller.account.address, 1_000_000n * USDC]);
   await send(seller, "usdc", "approve", [deployment.escrowAddress, maxUint256]);
   database = await createTestDatabase();
@@ -631,9 +618,11 @@ describe("escrow indexer", () => {
     const collect = (level: string) => (_fields: object, message?: string) => forwarded.push(`${level} ${message}`);
     const logger: IndexerLogger = { debug: collect("debug"), info: collect("info"), warn: collect("warn"), error: collect("error") };
     indexer = await launchIndexer({ logLevel: "warn", logger });
-    const rows = await waitForChainMatch();
+    // Ponder's own start-up takes most of this and stretches under load (CI runs two test files at once):
+    // the bound only tells a restart from a hang; a clean stop's unlock is asserted above.
+    const rows = await waitForChainMatch(90_000);
     const restartMs = Date.now() - started;
-    assert.ok(restartMs < 30_000, `restart took ${restartMs} ms`);
+    assert.ok(restartMs < 90_000, `restart took ${restartMs} ms`);
     const { violations, samples } = await watch.stop();
     assert.deepEqual(violations, []);
     assert.ok(samples > 0);

@@ -2,7 +2,7 @@
 // FREE tier: 10 included, cap 25 (decisions section 3).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { mexicoMonth } from "../../src/kyc/months.ts";
+import { mexicoMonth } from "../../src/domain/periods.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { assertError, createUser, requestSession, servicePartner, startSession, usage, userDetail } from "./helpers.ts";
 

@@ -1,7 +1,7 @@
 // POST /users/:ref/kyc: the session, the user's PENDING status, and every error of the spec in its order.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { checkReturnUrl } from "../../src/http/routes/kyc.ts";
+import { checkReturnUrl } from "../../src/kyc/routes.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { assertError, createUser, RETURN_URL, requestSession, servicePartner, usage, userDetail } from "./helpers.ts";
 

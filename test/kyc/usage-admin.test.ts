@@ -1,7 +1,7 @@
 // GET /admin/v1/partners/:id/kyc-usage?month=YYYY-MM, and the Mexico City months it is cut by.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { mexicoMonth, mexicoMonthRange } from "../../src/kyc/months.ts";
+import { mexicoMonth, mexicoMonthRange } from "../../src/domain/periods.ts";
 import { ADMIN_TOKEN, startTestService, type TestService } from "../support/service.ts";
 import { assertError, createUser, decide, servicePartner, startSession, usage } from "./helpers.ts";
 

@@ -4,7 +4,7 @@
 // chain: a 15-second lock window keeps the test short.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { sandboxAccounts } from "../../src/chain/local-node.ts";
+import { sandboxAccounts } from "../../src/stack/local-node.ts";
 import { suspensionFromExpiries } from "../../src/market/buyers.ts";
 import { startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { activeOrder, approveKyc, fund, lockWithPermit, market, signIn, type Buyer, type Json, type PermitAnswer } from "./support.ts";

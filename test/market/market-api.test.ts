@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
-import { sandboxAccounts } from "../../src/chain/local-node.ts";
+import { sandboxAccounts } from "../../src/stack/local-node.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { chainReputation, disputedOrder, resolve, waitForAdminStatus } from "../disputes/support.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { recoverTypedDataAddress, type Hex } from "viem";
 import { escrowEip712Domain, orderTermsTypes } from "../../src/chain/escrow-abi.ts";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
 import type { TestService } from "../support/service.ts";
 import { OFFLINE_CHAIN, SELLER_CLABE, startOfflineOrderService } from "../support/trade-stack.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { verifyTypedData, type Address, type Hex } from "viem";
 import { escrowAbi, escrowEip712Domain, orderTermsTypes } from "../../src/chain/escrow-abi.ts";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 

@@ -4,7 +4,7 @@
 // the service applies it on start.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/order-jobs.ts";
+import { CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/queues.ts";
 import type { TestService } from "../support/service.ts";
 import { startOfflineOrderService } from "../support/trade-stack.ts";
 

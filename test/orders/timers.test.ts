@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Hex } from "viem";
-import { orderEffectPorts } from "../../src/jobs/order-jobs.ts";
+import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
 import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 

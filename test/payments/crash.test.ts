@@ -2,19 +2,16 @@
 // before the release transaction is sent; once restarted it sends that transaction exactly once and the
 // order completes. The service runs in a child process on a real chain, indexer and database.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
 import { createPool, type Pool } from "../../src/db/pool.ts";
-import { CHAIN_SEND_QUEUE } from "../../src/jobs/order-jobs.ts";
-import type { ApiResponse } from "../support/service.ts";
-import { startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
+import { CHAIN_SEND_QUEUE } from "../../src/jobs/queues.ts";
+import { ADMIN_TOKEN, type ApiResponse } from "../support/service.ts";
+import { spawnServiceProcess, startChainStack, type ChainStack } from "../support/trade-stack.ts";
 import { chainTransactions, indexedEvents, lockedOrder, sandbox, usdcBalance, waitForStatus, waitForTimeline, type Json, type PaymentStack } from "./support/payments.ts";
 
-const serviceScript = fileURLToPath(new URL("./support/service-process.ts", import.meta.url));
-const ADMIN_TOKEN = "crash-test-admin-token-0123456789";
 
 let chainStack: ChainStack;
 let pool: Pool;
@@ -34,29 +31,9 @@ after(async () => {
 
 /** Starts the service in a child process on this test's database, chain and indexer. */
 async function startServiceProcess(env: Record<string, string> = {}): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawn(process.execPath, [serviceScript], {
-    env: {
-      ...process.env,
-      DATABASE_URL: chainStack.databaseUrl,
-      INDEXER_SCHEMA: chainStack.indexerSchema,
-      RPC_URL: chainStack.chainSettings.rpcUrl,
-      CHAIN_ID: String(chainStack.chainSettings.chainId),
-      ESCROW_ADDRESS: chainStack.chainSettings.escrowAddress,
-      USDC_ADDRESS: chainStack.chainSettings.usdcAddress,
-      SERVICE_PRIVATE_KEY: chainStack.chainSettings.servicePrivateKey,
-      ARBITER_PRIVATE_KEY: chainStack.chainSettings.arbiterPrivateKey,
-      ADMIN_TOKEN,
-      PORT: "0",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(child);
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const baseUrl = await waitFor("the service process to be ready", async () => /ready (\S+)/.exec(output)?.[1] ?? (child.exitCode !== null ? "exited" : undefined), 60_000);
-  assert.notEqual(baseUrl, "exited", "the service process started");
-  return { child, baseUrl };
+  const started = await spawnServiceProcess(chainStack, env, 60_000);
+  children.push(started.child);
+  return started;
 }
 
 async function call<T = Json>(baseUrl: string, method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<ApiResponse<T>> {

@@ -7,8 +7,8 @@ import { after, before, test } from "node:test";
 import { parseEventLogs, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
-import { sandboxAccounts } from "../../src/chain/local-node.ts";
-import { orderEffectPorts } from "../../src/jobs/order-jobs.ts";
+import { sandboxAccounts } from "../../src/stack/local-node.ts";
+import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
 import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 

@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
-import { devAccounts, DEV_ACCOUNT } from "../../src/chain/local-node.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { chainTransactions, lockedOrder, orderDetail, waitForStatus } from "../payments/support/payments.ts";
 

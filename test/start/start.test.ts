@@ -8,13 +8,12 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createTestDatabase } from "../support/database.ts";
 import { SELLER_CLABE } from "../support/trade-stack.ts";
+import { repoRoot } from "../../src/paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** Settings a developer's shell may hold that would change what `npm start` does. */
 const CONFIG_VARIABLES = [

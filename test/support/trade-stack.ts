@@ -1,15 +1,17 @@
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment } from "../../src/chain/deploy.ts";
-import { startIndexer, type Indexer } from "../../src/chain/indexer-process.ts";
-import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/chain/local-node.ts";
+import { fileURLToPath } from "node:url";
+import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
+import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
+import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import type { ServiceOptions } from "../../src/main.ts";
 import { createTestDatabase } from "./database.ts";
-import { startTestService, type TestService } from "./service.ts";
+import { ADMIN_TOKEN, startTestService, type TestService } from "./service.ts";
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -57,13 +59,8 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
   try {
     const chain = await startLocalChain({ port: 0 });
     started.push(() => chain.stop());
-    const deployment = await deployContracts({
+    const deployment = await deployLocal({
       rpcUrl: chain.rpcUrl,
-      deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-      serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-      arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-      treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
       ...(options.refundGraceSeconds !== undefined ? { refundGraceSeconds: options.refundGraceSeconds } : {}),
     });
     const database = await createTestDatabase();
@@ -188,4 +185,40 @@ export const OFFLINE_CHAIN = {
 
 export async function startOfflineOrderService(env: Record<string, string> = {}, options: Pick<ServiceOptions, "clock"> = {}): Promise<TestService> {
   return startTestService(env, { chain: OFFLINE_CHAIN, ...options });
+}
+
+const serviceProcessScript = fileURLToPath(new URL("./service-process.ts", import.meta.url));
+
+/**
+ * Starts the service in a child process on the stack's database, chain and indexer (configured from the
+ * environment, as `npm start` reads it; `env` adds to it) and waits for its READY line.
+ */
+export async function spawnServiceProcess(stack: ChainStack, env: Record<string, string>, timeoutMs: number): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const child = spawn(process.execPath, [serviceProcessScript], {
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      INDEXER_SCHEMA: stack.indexerSchema,
+      RPC_URL: stack.chainSettings.rpcUrl,
+      CHAIN_ID: String(stack.chainSettings.chainId),
+      ESCROW_ADDRESS: stack.chainSettings.escrowAddress,
+      USDC_ADDRESS: stack.chainSettings.usdcAddress,
+      SERVICE_PRIVATE_KEY: stack.chainSettings.servicePrivateKey,
+      ARBITER_PRIVATE_KEY: stack.chainSettings.arbiterPrivateKey,
+      ADMIN_TOKEN,
+      PORT: "0",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const baseUrl = await waitFor("the service process to be ready", async () => /READY (\S+)/.exec(output)?.[1] ?? (child.exitCode !== null ? "exited" : undefined), timeoutMs).catch(
+    (error: unknown) => {
+      child.kill("SIGKILL");
+      throw error;
+    },
+  );
+  if (baseUrl === "exited") throw new Error(`the service process exited with ${child.exitCode} before it was ready`);
+  return { child, baseUrl };
 }

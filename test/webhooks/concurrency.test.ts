@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { withTransaction } from "../../src/db/pool.ts";
 import { recordEvent, type EventType } from "../../src/webhooks/outbox.ts";
-import { DELIVERY_QUEUE } from "../../src/webhooks/queue.ts";
-import { recoverLapsedClaims } from "../../src/webhooks/worker.ts";
+import { DELIVERY_QUEUE } from "../../src/jobs/queues.ts";
+import { recoverLapsedClaims } from "../../src/workers/webhook-deliveries.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { createOrderFixture, type OrderFixture } from "./support/fixtures.ts";
 import { sleep, startReceiver, waitFor, type Behaviour, type TestReceiver } from "./support/receiver.ts";
@@ -35,7 +35,7 @@ async function partnerWith(behaviour?: Behaviour): Promise<{ receiver: TestRecei
 async function emitAll(orders: OrderFixture[], kinds: [EventType, string][] = [["order.created", "PENDING_DEPOSIT"]]): Promise<void> {
   await withTransaction(service.pool, async (tx) => {
     for (const [eventType, status] of kinds) {
-      for (const order of orders) await recordEvent(tx, { ...order, eventType, status, data: {} });
+      for (const order of orders) await recordEvent(tx, { ...order, eventType, status, data: {} }, { boss: service.boss });
     }
   });
 }
@@ -119,7 +119,7 @@ test("a delivery claimed by a worker that died is sent again once its claim laps
   const [order] = await orders(1);
   // What a worker killed mid-attempt leaves: the delivery claimed, its lease past, its job done.
   const event = await withTransaction(service.pool, async (tx) => {
-    const recorded = await recordEvent(tx, { ...order!, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+    const recorded = await recordEvent(tx, { ...order!, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
     await tx.query("UPDATE webhook_deliveries SET claimed_by = 'dead-worker', claimed_until = clock_timestamp() - interval '1 second' WHERE id = $1", [
       recorded.deliveryId,
     ]);

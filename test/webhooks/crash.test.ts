@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { migrate } from "../../src/db/migrate.ts";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { createPartner } from "../../src/partners/partners.ts";
-import { ensureDeliveryQueues } from "../../src/webhooks/queue.ts";
+import { ensureDeliveryQueues } from "../../src/jobs/queues.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { createOrderFixture, emit } from "./support/fixtures.ts";
 import { startReceiver, waitFor, type TestReceiver } from "./support/receiver.ts";
@@ -63,9 +63,9 @@ test("after a SIGKILL of the worker mid-delivery, a new worker delivers every ev
   const orderB = await createOrderFixture(pool, created.partner.id);
 
   const first = await startWorker();
-  const a1 = await emit(pool, orderA, "order.created", "PENDING_DEPOSIT", {}, boss);
-  const a2 = await emit(pool, orderA, "order.expired", "EXPIRED", {}, boss);
-  const b1 = await emit(pool, orderB, "order.created", "PENDING_DEPOSIT", {}, boss);
+  const a1 = await emit({ pool, boss }, orderA, "order.created", "PENDING_DEPOSIT");
+  const a2 = await emit({ pool, boss }, orderA, "order.expired", "EXPIRED");
+  const b1 = await emit({ pool, boss }, orderB, "order.created", "PENDING_DEPOSIT");
   const ids = [a1.deliveryId!, a2.deliveryId!, b1.deliveryId!];
 
   // The worker is mid-delivery: A1 and B1 are on the wire, A2 waits for A1's first attempt.

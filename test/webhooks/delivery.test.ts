@@ -5,9 +5,10 @@ import { after, before, describe, test } from "node:test";
 import { withTransaction } from "../../src/db/pool.ts";
 import type { DeliveryRecord } from "../../src/webhooks/deliveries.ts";
 import { recordEvent } from "../../src/webhooks/outbox.ts";
-import { DELIVERY_QUEUE, enqueueAttempt } from "../../src/webhooks/queue.ts";
+import { DELIVERY_QUEUE } from "../../src/jobs/queues.ts";
+import { enqueueAttempt } from "../../src/webhooks/queue.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
-import { sweepStalledDeliveries } from "../../src/webhooks/worker.ts";
+import { sweepStalledDeliveries } from "../../src/workers/webhook-deliveries.ts";
 import { ISO_MILLIS } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { createOrderFixture, emit, type OrderFixture } from "./support/fixtures.ts";
@@ -79,7 +80,7 @@ describe("a successful delivery", () => {
   test("POSTs the event to the partner URL with the id, timestamp and signature headers", async () => {
     const { receiver, partner, order } = await setup();
     const before = Math.floor(Date.now() / 1000);
-    const event = await emit(service.pool, order, "order.deposit_confirmed", "ACTIVE", { escrowTxHash: "0xabc" });
+    const event = await emit(service, order, "order.deposit_confirmed", "ACTIVE", { escrowTxHash: "0xabc" });
     await waitFor("the request", () => receiver.requests[0]);
     const request = receiver.requests[0]!;
     assert.equal(request.method, "POST");
@@ -104,7 +105,7 @@ describe("a successful delivery", () => {
         status: "COMPLETED",
         data: { completedAt: occurredAt, releaseTxHash: "0xfeed" },
         occurredAt,
-      }),
+      }, { boss: service.boss }),
     );
     await waitFor("the request", () => receiver.requests[0]);
     assert.deepEqual(JSON.parse(receiver.requests[0]!.rawBody), {
@@ -123,7 +124,7 @@ describe("a successful delivery", () => {
 
   test("is recorded DELIVERED after one attempt, with every field of the spec's record", async () => {
     const { partner, order } = await setup(() => 204);
-    const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+    const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
     const record = await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
     assert.deepEqual(Object.keys(record).sort(), [
       "attempts", "createdAt", "deliveredAt", "errorMessage", "eventType", "id", "lastAttemptAt", "maxAttempts", "nextAttemptAt", "orderId", "status",
@@ -146,7 +147,7 @@ describe("retries", () => {
   test("a failed attempt is retried after the next delay, and the record shows attempts, nextAttemptAt and errorMessage", async () => {
     const statuses = [500, 503, 200];
     const { receiver, partner, order } = await setup((_request, index) => statuses[index] ?? 200);
-    const event = await emit(service.pool, order, "order.locked", "LOCKED", { buyerWallet: "0x1111111111111111111111111111111111111111" });
+    const event = await emit(service, order, "order.locked", "LOCKED", { buyerWallet: "0x1111111111111111111111111111111111111111" });
     const id = event.deliveryId!;
 
     const afterFirst = await waitFor("the first failure recorded", async () => {
@@ -175,7 +176,7 @@ describe("retries", () => {
 
   test("every attempt carries the same X-Webhook-Id and exactly the same body bytes", async () => {
     const { receiver, order } = await setup((_request, index) => (index < 2 ? 500 : 200));
-    const event = await emit(service.pool, order, "order.disputed", "DISPUTED", { openedBy: "BUYER" });
+    const event = await emit(service, order, "order.disputed", "DISPUTED", { openedBy: "BUYER" });
     await waitFor("three attempts", () => receiver.requests.length >= 3);
     assert.deepEqual(new Set(receiver.requests.map((r) => r.headers["x-webhook-id"])), new Set([event.deliveryId]));
     assert.deepEqual(new Set(receiver.requests.map((r) => r.rawBody)), new Set([event.body]));
@@ -183,7 +184,7 @@ describe("retries", () => {
 
   test("the 5th failure marks the delivery FAILED and no 6th attempt is made", async () => {
     const { receiver, partner, order } = await setup(() => 500);
-    const event = await emit(service.pool, order, "order.payment_verified", "PENDING_RELEASE", { cepTrackingKey: "MBAN01002611210000001" });
+    const event = await emit(service, order, "order.payment_verified", "PENDING_RELEASE", { cepTrackingKey: "MBAN01002611210000001" });
     const record = await waitForStatus(partner.apiKey, event.deliveryId!, "FAILED", 30_000);
     assert.equal(record.attempts, 5);
     assert.equal(record.maxAttempts, 5);
@@ -199,7 +200,7 @@ describe("retries", () => {
 
   test("a receiver that does not answer within WEBHOOK_TIMEOUT_MS is a failed attempt, retried", async () => {
     const { partner, order } = await setup((_request, index) => (index === 0 ? "hang" : 200));
-    const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+    const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
     const record = await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
     assert.equal(record.attempts, 2);
     const [first, second] = await attemptLog(event.deliveryId!);
@@ -214,7 +215,7 @@ describe("retries", () => {
     const target = await startReceiver(() => 200);
     receivers.push(target);
     const { receiver, partner, order } = await setup(() => ({ status: 301, headers: { Location: target.url } }));
-    const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+    const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
     const record = await waitFor("two redirected attempts", async () => {
       const current = await delivery(partner.apiKey, event.deliveryId!);
       return current.attempts >= 2 ? current : undefined;
@@ -243,7 +244,7 @@ describe("order of first attempts", () => {
     // All committed at once, so all five are ready for the workers together.
     await withTransaction(service.pool, async (tx) => {
       for (const [eventType, status] of kinds) {
-        await recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data: {} });
+        await recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data: {} }, { boss: service.boss });
       }
     });
     await waitFor("five answered requests", () => receiver.requests.filter((r) => r.respondedAt).length === 5);
@@ -256,8 +257,8 @@ describe("order of first attempts", () => {
 
   test("a failing earlier event does not hold back later events after its first attempt", async () => {
     const { receiver, partner, order } = await setup((request) => (JSON.parse(request.rawBody).data.sequence === 1 ? 500 : 200));
-    const first = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
-    const second = await emit(service.pool, order, "order.expired", "EXPIRED");
+    const first = await emit(service, order, "order.created", "PENDING_DEPOSIT");
+    const second = await emit(service, order, "order.expired", "EXPIRED");
     const delivered = await waitForStatus(partner.apiKey, second.deliveryId!, "DELIVERED");
     assert.equal(delivered.attempts, 1);
     const pending = await delivery(partner.apiKey, first.deliveryId!);
@@ -270,7 +271,7 @@ describe("sequence", () => {
   test("concurrent events of one order get sequences 1..n without gaps or duplicates, even without the order lock", async () => {
     const partner = await service.createPartner();
     const order = await createOrderFixture(service.pool, partner.id);
-    const recorded = await Promise.all(Array.from({ length: 12 }, () => emit(service.pool, order, "order.locked", "LOCKED")));
+    const recorded = await Promise.all(Array.from({ length: 12 }, () => emit(service, order, "order.locked", "LOCKED")));
     assert.deepEqual(recorded.map((r) => r.sequence).sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
     for (const r of recorded) assert.equal((JSON.parse(r.body) as { data: { sequence: number } }).data.sequence, r.sequence);
   });
@@ -279,9 +280,9 @@ describe("sequence", () => {
     const partner = await service.createPartner();
     const a = await createOrderFixture(service.pool, partner.id);
     const b = await createOrderFixture(service.pool, partner.id);
-    assert.equal((await emit(service.pool, a, "order.created", "PENDING_DEPOSIT")).sequence, 1);
-    assert.equal((await emit(service.pool, a, "order.expired", "EXPIRED")).sequence, 2);
-    assert.equal((await emit(service.pool, b, "order.created", "PENDING_DEPOSIT")).sequence, 1);
+    assert.equal((await emit(service, a, "order.created", "PENDING_DEPOSIT")).sequence, 1);
+    assert.equal((await emit(service, a, "order.expired", "EXPIRED")).sequence, 2);
+    assert.equal((await emit(service, b, "order.created", "PENDING_DEPOSIT")).sequence, 1);
   });
 });
 
@@ -291,14 +292,14 @@ describe("outbox transaction", () => {
     let rolledBack: { deliveryId: string | null; eventId: string } | undefined;
     await assert.rejects(
       withTransaction(service.pool, async (tx) => {
-        rolledBack = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+        rolledBack = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
         throw new Error("the state change failed");
       }),
       /the state change failed/,
     );
     // A later event of the same order goes through the same queue; once it is delivered, the rolled-back
     // one would have been too.
-    const committed = await emit(service.pool, order, "order.expired", "EXPIRED");
+    const committed = await emit(service, order, "order.expired", "EXPIRED");
     await waitForStatus(partner.apiKey, committed.deliveryId!, "DELIVERED");
     await sleep(1000);
     assert.deepEqual(receiver.requests.map((r) => r.headers["x-webhook-id"]), [committed.deliveryId]);
@@ -312,7 +313,7 @@ describe("outbox transaction", () => {
   test("a partner without a webhook URL gets no delivery, its events are still recorded, and a URL set later gets the events after it", async () => {
     const partner = await service.createPartner();
     const order = await createOrderFixture(service.pool, partner.id);
-    const before = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+    const before = await emit(service, order, "order.created", "PENDING_DEPOSIT");
     assert.equal(before.deliveryId, null);
     assert.equal(before.sequence, 1);
     const stored = await service.pool.query("SELECT sequence FROM webhook_events WHERE id = $1", [before.eventId]);
@@ -321,7 +322,7 @@ describe("outbox transaction", () => {
     const receiver = await startReceiver();
     receivers.push(receiver);
     assert.equal((await service.admin("PATCH", `/partners/${partner.id}`, { webhookUrl: receiver.url })).status, 200);
-    const afterUrl = await emit(service.pool, order, "order.expired", "EXPIRED");
+    const afterUrl = await emit(service, order, "order.expired", "EXPIRED");
     await waitForStatus(partner.apiKey, afterUrl.deliveryId!, "DELIVERED");
     assert.deepEqual(receiver.requests.map((r) => JSON.parse(r.rawBody).data.sequence), [2]);
     assert.deepEqual((await deliveriesOf(partner.apiKey)).map((d) => d.id), [afterUrl.deliveryId]);
@@ -331,11 +332,11 @@ describe("outbox transaction", () => {
     const partner = await service.createPartner();
     const order = await createOrderFixture(service.pool, partner.id);
     await assert.rejects(
-      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.teleported" as "order.created", status: "X", data: {} })),
+      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.teleported" as "order.created", status: "X", data: {} }, { boss: service.boss })),
       /Unknown webhook event type/,
     );
     await assert.rejects(
-      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: { sequence: 7 } })),
+      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: { sequence: 7 } }, { boss: service.boss })),
       /must not set "sequence"/,
     );
   });
@@ -345,7 +346,7 @@ describe("outbox transaction", () => {
     const other = await service.createPartner();
     const order = await createOrderFixture(service.pool, owner.id);
     await assert.rejects(
-      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, partnerId: other.id, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} })),
+      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, partnerId: other.id, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss })),
       /does not belong to partner/,
     );
   });
@@ -363,7 +364,7 @@ describe("secret rotation", () => {
       return 500;
     });
     partnerRef.id = partner.id;
-    const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+    const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
     await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
     const [first, second] = receiver.requests;
     const sig = (secret: string, r: typeof first) => signWebhook(secret, Number(r!.headers["x-webhook-timestamp"]), r!.rawBody);
@@ -377,7 +378,7 @@ describe("secret rotation", () => {
 describe("redelivery", () => {
   test("an operator redelivery starts a new attempt series with the same id and body", async () => {
     const { receiver, partner, order } = await setup(() => 200);
-    const event = await emit(service.pool, order, "order.refunded", "REFUNDED", { refundTxHash: "0xbeef" });
+    const event = await emit(service, order, "order.refunded", "REFUNDED", { refundTxHash: "0xbeef" });
     const first = await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
 
     const response = await service.admin<DeliveryRecord>("POST", `/deliveries/${event.deliveryId}/redeliver`);
@@ -399,7 +400,7 @@ describe("redelivery", () => {
   test("a FAILED delivery redelivered to a fixed endpoint is DELIVERED", async () => {
     let healthy = false;
     const { partner, order } = await setup(() => (healthy ? 200 : 500));
-    const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+    const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
     await waitForStatus(partner.apiKey, event.deliveryId!, "FAILED", 30_000);
     healthy = true;
     assert.equal((await service.admin("POST", `/deliveries/${event.deliveryId}/redeliver`)).status, 200);
@@ -419,7 +420,7 @@ describe("stalled deliveries", () => {
   test("a pending delivery whose job was lost is enqueued again by the sweep and delivered", async () => {
     const { receiver, partner, order } = await setup();
     const event = await withTransaction(service.pool, async (tx) => {
-      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
       const db = { executeSql: (text: string, values?: unknown[]) => tx.query(text, values) };
       const jobs = await service.boss.findJobs(DELIVERY_QUEUE, { data: { deliveryId: recorded.deliveryId }, db });
       assert.equal(jobs.length, 1);
@@ -441,7 +442,7 @@ describe("one attempt at a time", () => {
       return 200;
     });
     const event = await withTransaction(service.pool, async (tx) => {
-      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
       const job = { deliveryId: recorded.deliveryId!, series: 1, attempt: 1 };
       await enqueueAttempt(service.boss, tx, job);
       await enqueueAttempt(service.boss, tx, job);

@@ -38,7 +38,7 @@ async function firstAttemptTo(url: string): Promise<DeliveryRecord> {
   const partner = await service.createPartner({ webhookUrl: "https://partner.example/hooks" });
   await service.pool.query("UPDATE partners SET webhook_url = $2 WHERE id = $1", [partner.id, url]);
   const order = await createOrderFixture(service.pool, partner.id);
-  const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+  const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
   return waitFor("the first attempt", async () => {
     const response = await service.api<{ deliveries: DeliveryRecord[] }>("GET", `/webhooks?orderId=${order.orderId}`, { key: partner.apiKey });
     const record = response.body.deliveries.find((d) => d.id === event.deliveryId);

@@ -47,7 +47,7 @@ function post(body: string, headers: Record<string, string>): Promise<number> {
 }
 
 test("the example receiver accepts a real delivery with 200 and hands the event to the application", async () => {
-  const event = await emit(service.pool, order, "order.created", "PENDING_DEPOSIT");
+  const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
   await waitFor("the event processed", () => received.find((r) => r.deliveryId === event.deliveryId));
   const got = received.find((r) => r.deliveryId === event.deliveryId)!;
   assert.deepEqual(got.event, JSON.parse(event.body));
@@ -57,7 +57,7 @@ test("the example receiver accepts a real delivery with 200 and hands the event 
 
 test("after a secret rotation it answers 401 until it accepts the new secret, and the retried delivery then succeeds", async () => {
   const rotated = await service.admin<{ webhookSecret: string }>("POST", `/partners/${partner.id}/webhook-secret`);
-  const event = await emit(service.pool, order, "order.expired", "EXPIRED");
+  const event = await emit(service, order, "order.expired", "EXPIRED");
   const refused = await waitFor("a refused attempt", async () => {
     const current = await record(event.deliveryId!);
     return current.attempts >= 1 ? current : undefined;

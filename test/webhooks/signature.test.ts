@@ -1,7 +1,7 @@
 // The signature and the address rules, as pure functions (no database, no network).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { retryDelaySeconds } from "../../src/webhooks/worker.ts";
+import { retryDelaySeconds } from "../../src/workers/webhook-deliveries.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
 import { blockedRange, checkWebhookUrlSyntax } from "../../src/webhooks/url-guard.ts";
 

@@ -50,14 +50,14 @@ before(async () => {
   orderB = await createOrderFixture(service.pool, partnerB.id);
   for (let i = 0; i < 12; i++) {
     const [type, status] = i % 2 === 0 ? (["order.created", "PENDING_DEPOSIT"] as const) : (["order.deposit_confirmed", "ACTIVE"] as const);
-    recordedA.push((await emit(service.pool, i < 6 ? orderA1 : orderA4, type, status)).deliveryId!);
+    recordedA.push((await emit(service, i < 6 ? orderA1 : orderA4, type, status)).deliveryId!);
   }
-  recordedA.push((await emit(service.pool, orderA2, "order.created", "PENDING_DEPOSIT")).deliveryId!);
-  failedId = (await emit(service.pool, orderA2, "order.disputed", "DISPUTED")).deliveryId!;
+  recordedA.push((await emit(service, orderA2, "order.created", "PENDING_DEPOSIT")).deliveryId!);
+  failedId = (await emit(service, orderA2, "order.disputed", "DISPUTED")).deliveryId!;
   recordedA.push(failedId);
-  pendingId = (await emit(service.pool, orderA3, "order.locked", "LOCKED")).deliveryId!;
+  pendingId = (await emit(service, orderA3, "order.locked", "LOCKED")).deliveryId!;
   recordedA.push(pendingId);
-  deliveredB = (await emit(service.pool, orderB, "order.created", "PENDING_DEPOSIT")).deliveryId!;
+  deliveredB = (await emit(service, orderB, "order.created", "PENDING_DEPOSIT")).deliveryId!;
   await waitFor("every delivery settled", async () => {
     const { rows } = await service.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'PENDING' OR id = $1",

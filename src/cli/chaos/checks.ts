@@ -3,7 +3,7 @@
 import type pg from "pg";
 import type { Address, PublicClient } from "viem";
 import { escrowAbi, escrowOrderStatus } from "../../chain/escrow-abi.ts";
-import { qualifiedTable } from "../../chain/indexer-process.ts";
+import { qualifiedTable } from "../../sync/indexer-tables.ts";
 import type { Trade } from "./driver.ts";
 import type { Delivery } from "./outside.ts";
 import { ESCROW_EVENTS, PATHS, type EscrowEventName } from "./paths.ts";

@@ -8,7 +8,7 @@ import { createPublicClient, http as viemHttp, type Address, type Hex, type Publ
 import { privateKeyToAccount } from "viem/accounts";
 import type pg from "pg";
 import { escrowAbi, escrowOrderStatus } from "../../chain/escrow-abi.ts";
-import { sandboxAccounts } from "../../chain/local-node.ts";
+import { sandboxAccounts } from "../../stack/local-node.ts";
 import { parseClabe, withCheckDigit } from "../../domain/clabe.ts";
 import { mexicoCityDateTime } from "../../integrations/cep-receipt.ts";
 import { paymentReportMessage, reportAmount } from "../../payments/report.ts";

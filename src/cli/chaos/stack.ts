@@ -9,17 +9,17 @@ import { createWriteStream, existsSync, type WriteStream } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { compileContracts, defaultArtifactsDir, deployContracts, type Deployment } from "../../chain/deploy.ts";
+import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../stack/deploy.ts";
 import type { ChainSettings } from "../../chain/escrow-gateway.ts";
-import { qualifiedTable, startIndexer, type Indexer } from "../../chain/indexer-process.ts";
-import { devAccounts, DEV_ACCOUNT, sandboxAccounts, startLocalChain, type LocalChain } from "../../chain/local-node.ts";
+import { startIndexer, type Indexer } from "../../stack/indexer-process.ts";
+import { qualifiedTable } from "../../sync/indexer-tables.ts";
+import { devAccounts, DEV_ACCOUNT, sandboxAccounts, startLocalChain, type LocalChain } from "../../stack/local-node.ts";
 import { testUsdcAbi } from "../../chain/escrow-abi.ts";
 import { createPublicClient, createWalletClient, http as viemHttp } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { repoRoot } from "../../paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const serviceScript = path.join(repoRoot, "src/cli/chaos/service-process.ts");
 
 /** The PostgreSQL server the harness creates its database on (the tests' server). */
@@ -114,14 +114,7 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
     if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
     const chain = await startLocalChain({ port: await freePort() });
     cleanups.push(() => chain.stop());
-    const deployment = await deployContracts({
-      rpcUrl: chain.rpcUrl,
-      deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-      serviceAddress: devAccounts[DEV_ACCOUNT.service].address,
-      arbiterAddress: devAccounts[DEV_ACCOUNT.arbiter].address,
-      treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
-      adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-    });
+    const deployment = await deployLocal({ rpcUrl: chain.rpcUrl });
     // Every sandbox wallet gets a large USDC balance up front (from the deployer, whose nonces nothing
     // else uses), so a deposit needs no mint: fewer blocks, less of the chain clock's lead.
     const deployer = createWalletClient({ account: privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey), transport: viemHttp(chain.rpcUrl) });

@@ -4,7 +4,7 @@
 // partners the partner API's traffic uses), each with orders, deliveries and members to aim at.
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import type { Hex } from "viem";
-import { sandboxAccounts } from "../../chain/local-node.ts";
+import { sandboxAccounts } from "../../stack/local-node.ts";
 import { SELLER_CLABE, type FixtureClient, type PartnerFixture } from "./fixtures.ts";
 
 type Json = Record<string, unknown>;

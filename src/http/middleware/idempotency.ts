@@ -85,3 +85,9 @@ export function idempotency(pool: Pool): Koa.Middleware<AppState> {
     );
   };
 }
+
+/** Removes the records past their retention (a periodic maintenance task). */
+export async function pruneIdempotencyKeys(pool: Pool): Promise<number> {
+  const { rowCount } = await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS})`);
+  return rowCount ?? 0;
+}

@@ -1,6 +1,7 @@
 import type Router from "@koa/router";
 import { FIX_SERIES } from "../../integrations/banxico-sie.ts";
 import { createRouter } from "../../http/router.ts";
+import { mexicoDay } from "../../domain/periods.ts";
 
 // Simulators of the two rate sources, speaking their real HTTP protocols so the production clients run
 // unchanged in sandbox. `setMode` lets tests make a source fail in the ways the real one can.
@@ -15,7 +16,7 @@ export interface RateSimulator {
 }
 
 function mexicoDate(date: Date): { dayFirst: string; iso: string } {
-  const [y, m, d] = new Intl.DateTimeFormat("en-CA", { timeZone: "America/Mexico_City" }).format(date).split("-");
+  const [y, m, d] = mexicoDay(date).split("-");
   return { dayFirst: `${d}/${m}/${y}`, iso: `${y}-${m}-${d}` };
 }
 

@@ -6,7 +6,7 @@ import { PgBoss } from "pg-boss";
 import { loadConfig } from "../../../src/config.ts";
 import { createPool } from "../../../src/db/pool.ts";
 import { createLogger } from "../../../src/logger.ts";
-import { startWebhookDelivery } from "../../../src/webhooks/worker.ts";
+import { startWebhookDelivery } from "../../../src/workers/webhook-deliveries.ts";
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) throw new Error("DATABASE_URL is required");

@@ -75,14 +75,13 @@ export async function createOrderFixture(db: Queryable, partnerId: string, partn
 
 /** Records one event for the order in its own committed transaction, as the order code would. */
 export function emit(
-  pool: Pool,
+  service: { pool: Pool; boss: PgBoss },
   order: OrderFixture,
   eventType: EventType,
   status: string,
   data: Record<string, unknown> = {},
-  boss?: PgBoss,
 ): Promise<RecordedEvent> {
-  return withTransaction(pool, (tx) =>
-    recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data }, boss ? { boss } : {}),
+  return withTransaction(service.pool, (tx) =>
+    recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data }, { boss: service.boss }),
   );
 }

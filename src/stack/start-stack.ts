@@ -12,7 +12,7 @@
 // SIGINT/SIGTERM stop them in the reverse order (service, Ponder, Hardhat, PostgreSQL) and exit 0; a
 // second signal exits at once. Run by src/cli/start.ts in a process group of its own, so Ctrl-C in a
 // terminal, which signals the whole foreground group, reaches the children only through that ordered
-// shutdown; it may also be run directly (`node src/cli/start-stack.ts`). A restart keeps the database.
+// shutdown; it may also be run directly (`node src/stack/start-stack.ts`). A restart keeps the database.
 // A local chain is new on every start (a Hardhat node keeps its chain in memory): see
 // forgetEarlierLocalChains.
 import { readFileSync } from "node:fs";
@@ -23,10 +23,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Address, Hex } from "viem";
-import { compileContracts, deployContracts, readDeployment, type Deployment } from "../chain/deploy.ts";
+import { compileContracts, deployLocal, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
-import { indexerSchemaName, startIndexer } from "../chain/indexer-process.ts";
-import { DEV_ACCOUNT, LOCAL_CHAIN_ID, devAccounts, startLocalChain } from "../chain/local-node.ts";
+import { indexerSchemaName, startIndexer } from "./indexer-process.ts";
+import { DEV_ACCOUNT, devAccounts, startLocalChain } from "./local-node.ts";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { createLogger, type Logger } from "../logger.ts";
@@ -35,6 +35,7 @@ import { hashApiKey } from "../partners/credentials.ts";
 import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
 import { ensureDemoOwner, type DemoOwner } from "../dashboard/sandbox.ts";
 import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
 const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;
@@ -111,13 +112,10 @@ async function startLocalSandboxChain(config: Config, logger: Logger, started: S
       await rpc(chain.rpcUrl, "hardhat_setBalance", [addressOf(key), "0x21e19e0c9bab2400000"]); // 10,000 ETH
     }
   }
-  const deployment = await deployContracts({
+  const deployment = await deployLocal({
     rpcUrl: chain.rpcUrl,
-    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
-    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
-    serviceAddress: addressOf(keys.service),
-    arbiterAddress: addressOf(keys.arbiter),
-    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+    service: addressOf(keys.service),
+    arbiter: addressOf(keys.arbiter),
     deploymentFile: path.join(config.dataDir, "deployment.json"),
   });
   logger.info({ rpcUrl: chain.rpcUrl, ...deployment }, "local chain started and contracts deployed");
@@ -321,10 +319,9 @@ function banner(b: Banner): string {
   ].join("\n");
 }
 
-async function main(): Promise<void> {
-  let config: Config;
+function configOrExit(): Config {
   try {
-    config = loadConfig(process.env);
+    return loadConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -332,7 +329,20 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+}
+
+/** What was started, stopped in reverse order on a signal or a failed start-up; a second signal exits at once. */
+interface Lifecycle {
+  started: Stoppable[];
+  /** Throws Interrupted once a signal came during start-up. */
+  checkpoint(): void;
+  interrupted(): boolean;
+  /** Start-up is done: a signal now stops everything and exits. */
+  ready(): void;
+  stopAll(): Promise<boolean>;
+}
+
+function lifecycle(logger: Logger): Lifecycle {
   const started: Stoppable[] = [];
   let ready = false;
   let interrupted = false;
@@ -367,73 +377,92 @@ async function main(): Promise<void> {
     interrupted = true;
     if (ready) void stopAll().then((clean) => process.exit(clean ? 0 : 1));
   };
-  const checkpoint = () => {
-    if (interrupted) throw new Interrupted();
-  };
-
   process.on("SIGINT", onSignal).on("SIGTERM", onSignal).on("SIGHUP", onSignal);
   watchRelay(onSignal);
+  return {
+    started,
+    checkpoint: () => {
+      if (interrupted) throw new Interrupted();
+    },
+    interrupted: () => interrupted,
+    ready: () => {
+      ready = true;
+    },
+    stopAll,
+  };
+}
+
+/** DATABASE_URL, or an embedded PostgreSQL with its data in DATA_DIR. */
+async function startDatabase(config: Config, logger: Logger, life: Lifecycle): Promise<{ url: string; shown: string }> {
+  if (config.databaseUrl !== undefined) return { url: config.databaseUrl, shown: redactedUrl(config.databaseUrl) };
+  const { startEmbeddedPostgres } = await import("../db/embedded-postgres.ts");
+  const database = await startEmbeddedPostgres(config.dataDir, logger);
+  life.started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, database.databaseDir) });
+  return { url: database.url, shown: `${database.url}  (embedded, data in ${database.databaseDir})` };
+}
+
+/** The Ponder indexer over the deployment, in its schema (INDEXER_SCHEMA or one named after the deployment). */
+async function startDeploymentIndexer(config: Config, logger: Logger, life: Lifecycle, databaseUrl: string, chain: ChainPlan, state: SandboxState) {
+  const { settings, deployment } = chain;
+  const schema = config.indexerSchema ?? (await indexerSchemaName({ rpcUrl: settings.rpcUrl, chainId: settings.chainId, escrowAddress: settings.escrowAddress, startBlock: deployment.deploymentBlock }));
+  if (chain.local) await forgetEarlierLocalChains(databaseUrl, state.localChainSchema, logger);
+  const indexerPort = config.port === 0 ? await availablePort(0, config.host) : await availablePort(config.port + 1, config.host);
+  const indexer = await startIndexer({
+    databaseUrl,
+    schema,
+    rpcUrl: settings.rpcUrl,
+    chainId: settings.chainId,
+    escrowAddress: settings.escrowAddress,
+    startBlock: deployment.deploymentBlock,
+    port: indexerPort,
+    hostname: config.host,
+    logger,
+    logLevel: ponderLogLevel(config.logLevel),
+  });
+  life.started.push({ name: "Ponder indexer", stop: () => indexer.stop() });
+  void indexer.exited.then(({ code, signal }) => {
+    if (!life.interrupted()) logger.error({ code, signal }, "the Ponder indexer exited: chain events no longer reach the orders; restart npm start");
+  });
+  return { indexer, schema };
+}
+
+/** In sandbox: the demo partner and its dashboard owner, and what the next start reuses (DATA_DIR). */
+async function rememberSandbox(config: Config, logger: Logger, service: RunningService, state: SandboxState, kept: { adminToken: string; localChainSchema: string | undefined }) {
+  const demo = await demoPartner(service.pool, state, logger);
+  const demoOwner = await ensureDemoOwner(service.pool, demo.id, state.demoOwner);
+  const next: SandboxState = { ...state, demoPartner: demo, demoOwner };
+  if (config.adminToken === undefined) next.adminToken = kept.adminToken;
+  if (kept.localChainSchema !== undefined) next.localChainSchema = kept.localChainSchema;
+  await writeSandboxState(config.dataDir, next);
+  return { demo, demoOwner };
+}
+
+async function main(): Promise<void> {
+  const config = configOrExit();
+  const logger = createLogger(config.logLevel);
+  const life = lifecycle(logger);
+  const { checkpoint } = life;
   try {
     await mkdir(config.dataDir, { recursive: true });
     const state: SandboxState = config.sandbox ? await readSandboxState(config.dataDir) : {};
-
-    let databaseUrl: string;
-    let databaseShown: string;
-    if (config.databaseUrl !== undefined) {
-      databaseUrl = config.databaseUrl;
-      databaseShown = redactedUrl(databaseUrl);
-    } else {
-      const { startEmbeddedPostgres } = await import("../db/embedded-postgres.ts");
-      const database = await startEmbeddedPostgres(config.dataDir, logger);
-      started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, database.databaseDir) });
-      databaseUrl = database.url;
-      databaseShown = `${database.url}  (embedded, data in ${database.databaseDir})`;
-    }
+    const database = await startDatabase(config, logger, life);
     checkpoint();
 
     const chain = config.rpcUrl === undefined
-      ? await startLocalSandboxChain(config, logger, started, checkpoint)
+      ? await startLocalSandboxChain(config, logger, life.started, checkpoint)
       : await configuredChain(config, config.rpcUrl, logger);
     checkpoint();
 
-    const { settings, deployment } = chain;
-    const schema = config.indexerSchema ?? (await indexerSchemaName({ rpcUrl: settings.rpcUrl, chainId: settings.chainId, escrowAddress: settings.escrowAddress, startBlock: deployment.deploymentBlock }));
-    if (chain.local) await forgetEarlierLocalChains(databaseUrl, state.localChainSchema, logger);
-    const indexerPort = config.port === 0 ? await availablePort(0, config.host) : await availablePort(config.port + 1, config.host);
-    const indexer = await startIndexer({
-      databaseUrl,
-      schema,
-      rpcUrl: settings.rpcUrl,
-      chainId: settings.chainId,
-      escrowAddress: settings.escrowAddress,
-      startBlock: deployment.deploymentBlock,
-      port: indexerPort,
-      hostname: config.host,
-      logger,
-      logLevel: ponderLogLevel(config.logLevel),
-    });
-    started.push({ name: "Ponder indexer", stop: () => indexer.stop() });
-    void indexer.exited.then(({ code, signal }) => {
-      if (!interrupted) logger.error({ code, signal }, "the Ponder indexer exited: chain events no longer reach the orders; restart npm start");
-    });
+    const { indexer, schema } = await startDeploymentIndexer(config, logger, life, database.url, chain, state);
     checkpoint();
 
     const generated = config.adminToken === undefined && config.sandbox && state.adminToken === undefined;
     const adminToken = config.adminToken ?? state.adminToken ?? generateAdminToken();
-    const service = await startService({ config, databaseUrl, adminToken, logger, chain: settings, indexerSchema: schema });
-    started.push({ name: "API and workers", stop: () => service.stop() });
+    const service = await startService({ config, databaseUrl: database.url, adminToken, logger, chain: chain.settings, indexerSchema: schema });
+    life.started.push({ name: "API and workers", stop: () => service.stop() });
     checkpoint();
 
-    let demo: Awaited<ReturnType<typeof demoPartner>> | undefined;
-    let demoOwner: DemoOwner | undefined;
-    if (config.sandbox) {
-      demo = await demoPartner(service.pool, state, logger);
-      demoOwner = await ensureDemoOwner(service.pool, demo.id, state.demoOwner);
-      const next: SandboxState = { ...state, demoPartner: demo, demoOwner };
-      if (config.adminToken === undefined) next.adminToken = adminToken;
-      if (chain.local) next.localChainSchema = schema;
-      await writeSandboxState(config.dataDir, next);
-    }
+    const sandbox = config.sandbox ? await rememberSandbox(config, logger, service, state, { adminToken, localChainSchema: chain.local ? schema : undefined }) : undefined;
     checkpoint();
 
     const stateFile = sandboxStateFile(config.dataDir);
@@ -444,22 +473,22 @@ async function main(): Promise<void> {
         // Outside the sandbox the token is the operator's secret: it is not printed.
         adminToken: config.sandbox ? adminToken : "(ADMIN_TOKEN)",
         adminTokenSource: config.adminToken !== undefined ? "from ADMIN_TOKEN" : generated ? `generated, kept in ${stateFile}` : `kept in ${stateFile}`,
-        demo,
-        demoOwner,
+        demo: sandbox?.demo,
+        demoOwner: sandbox?.demoOwner,
         chain,
         indexer: { url: indexer.url, schema },
-        database: databaseShown,
+        database: database.shown,
       }),
     );
-    ready = true;
+    life.ready();
   } catch (error) {
     if (error instanceof Interrupted) {
       logger.info("interrupted during start-up");
-      process.exit((await stopAll()) ? 0 : 1);
+      process.exit((await life.stopAll()) ? 0 : 1);
     }
     if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
     else logger.fatal({ err: error }, "start-up failed");
-    await stopAll();
+    await life.stopAll();
     process.exit(1);
   }
 }

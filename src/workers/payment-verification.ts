@@ -2,8 +2,9 @@ import type { Job } from "pg-boss";
 import { withTransaction, type Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
-import { inTransaction, type PgBoss } from "./boss.ts";
-import { PAYMENT_VERIFY_QUEUE } from "./order-jobs.ts";
+import { inTransaction, type PgBoss } from "../jobs/boss.ts";
+import { recordPermanentFailure, retryingOnlyWhatCanSucceed } from "../jobs/retry.ts";
+import { PAYMENT_VERIFY_QUEUE } from "../jobs/queues.ts";
 
 /** The attempt was taken over by another worker (it expired and was retried): nothing of this one is kept. */
 class AttemptLostError extends Error {}
@@ -39,5 +40,5 @@ export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool:
       throw error;
     }
   };
-  await boss.work<PaymentVerificationAttempt>(PAYMENT_VERIFY_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, async ([job]) => handle(job!));
+  await boss.work<PaymentVerificationAttempt>(PAYMENT_VERIFY_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, retryingOnlyWhatCanSucceed(handle, recordPermanentFailure(logger, PAYMENT_VERIFY_QUEUE)));
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
+import { pageOf } from "../db/filters.ts";
 
 // The audit log of every change to a partner (decisions section 18): by its members through the
 // dashboard or by operators through the admin API. Entries are written by the functions that make the
@@ -109,5 +110,5 @@ export async function listAudit(db: Queryable, partnerId: string, page: { limit:
     address: row.address,
     details: row.details,
   }));
-  return { entries, total, limit: page.limit, offset: page.offset, hasMore: page.offset + entries.length < total };
+  return pageOf("entries", entries, total, page);
 }

@@ -1,12 +1,12 @@
-import type { Pool } from "../../db/pool.ts";
-import { withTransaction } from "../../db/pool.ts";
-import { KycNotAvailableError, ValidationError } from "../../domain/errors.ts";
-import { KYC_LEVELS, type KycLevel } from "../../domain/kyc.ts";
-import { effectiveLimits } from "../../partners/partners.ts";
-import { approveKyc, createUser, getUserByRef, userCreateView, userDetailView, userVolumes } from "../../users/users.ts";
-import { currentPartner } from "../context.ts";
-import type { RouteGroup } from "../routes.ts";
-import { isoTimestamp } from "../schema.ts";
+import type { Pool } from "../db/pool.ts";
+import { withTransaction } from "../db/pool.ts";
+import { KycNotAvailableError, ValidationError } from "../domain/errors.ts";
+import { KYC_LEVELS, type KycLevel } from "../domain/kyc.ts";
+import { effectiveLimits } from "../partners/partners.ts";
+import { approveKyc, createUser, getUserByRef, userCreateView, userDetailView, userVolumes } from "./users.ts";
+import { currentPartner } from "../http/context.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { isoTimestamp } from "../http/schema.ts";
 
 const partnerUserRef = { type: "string", minLength: 1, maxLength: 255 } as const;
 const attestationSchema = {

@@ -1,8 +1,8 @@
-import type { Pool } from "../../db/pool.ts";
-import { DELIVERY_STATUSES, listPartnerDeliveries, type DeliveryStatus } from "../../webhooks/deliveries.ts";
-import { currentPartner } from "../context.ts";
-import type { RouteGroup } from "../routes.ts";
-import { isoTimestamp, pagination } from "../schema.ts";
+import type { Pool } from "../db/pool.ts";
+import { DELIVERY_STATUSES, listPartnerDeliveries, type DeliveryStatus } from "./deliveries.ts";
+import { currentPartner } from "../http/context.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { isoTimestamp, pagination, pageSchema } from "../http/schema.ts";
 
 const nullableTimestamp = { type: ["string", "null"], format: "date-time" } as const;
 
@@ -57,16 +57,7 @@ export function partnerWebhookRoutes(api: RouteGroup, deps: { pool: Pool }): voi
       responses: {
         200: {
           description: "Deliveries",
-          schema: {
-            type: "object",
-            properties: {
-              deliveries: { type: "array", items: deliveryRecordSchema },
-              total: { type: "integer" },
-              limit: { type: "integer" },
-              offset: { type: "integer" },
-              hasMore: { type: "boolean" },
-            },
-          },
+          schema: pageSchema("deliveries", deliveryRecordSchema),
         },
       },
       errors: ["VALIDATION_ERROR"],

@@ -43,121 +43,13 @@ import { createWriteStream, readFileSync, readdirSync } from "node:fs";
 import type { WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import type { Address, Hex } from "viem";
+import type { Address } from "viem";
+import { checkSchema } from "../sync/indexer-tables.ts";
+import { repoRoot } from "../paths.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 export const indexerRoot = path.join(repoRoot, "indexer");
-
-/** The table names Ponder creates in the indexer's schema. */
-export const INDEXER_TABLES = {
-  event: "escrow_event",
-  order: "escrow_order",
-  reputation: "reputation",
-  head: "indexer_head",
-  checkpoint: "_ponder_checkpoint",
-  meta: "_ponder_meta",
-} as const;
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,44}$/;
-
-function checkSchema(schema: string): string {
-  if (!SCHEMA_NAME.test(schema)) {
-    throw new Error(`indexer schema must match ${SCHEMA_NAME.source} (Ponder's limit is 45 characters): "${schema}"`);
-  }
-  return schema;
-}
-
-/** Qualified name of an indexer table, e.g. qualifiedTable("ponder_offramp", "escrow_order"). */
-export function qualifiedTable(schema: string, table: string): string {
-  return `"${checkSchema(schema)}"."${table}"`;
-}
-
-/**
- * The SQL name the consumer reads escrow events from, e.g. `"ponder_offramp"."escrow_event"`:
- *   SELECT ... FROM <eventTable(schema)> WHERE (block_number, log_index) > ($1, $2)
- *   ORDER BY block_number, log_index
- */
-export function eventTable(schema: string): string {
-  return qualifiedTable(schema, INDEXER_TABLES.event);
-}
-
-/** `"<schema>"."_ponder_checkpoint"`: how far Ponder has indexed (see readIndexerHead). */
-export function checkpointTable(schema: string): string {
-  return qualifiedTable(schema, INDEXER_TABLES.checkpoint);
-}
-
-export interface PonderCheckpoint {
-  blockTimestamp: bigint;
-  chainId: bigint;
-  blockNumber: bigint;
-  transactionIndex: bigint;
-  eventType: number;
-  eventIndex: bigint;
-}
-
-/** Decodes Ponder's 75-digit checkpoint string (timestamp 10, chain 16, block 16, tx 16, type 1, index 16). */
-export function decodeCheckpoint(checkpoint: string): PonderCheckpoint {
-  if (!/^\d{75}$/.test(checkpoint)) throw new Error(`not a Ponder checkpoint: "${checkpoint}"`);
-  return {
-    blockTimestamp: BigInt(checkpoint.slice(0, 10)),
-    chainId: BigInt(checkpoint.slice(10, 26)),
-    blockNumber: BigInt(checkpoint.slice(26, 42)),
-    transactionIndex: BigInt(checkpoint.slice(42, 58)),
-    eventType: Number(checkpoint.slice(58, 59)),
-    eventIndex: BigInt(checkpoint.slice(59, 75)),
-  };
-}
-
-export interface IndexerHead {
-  chainId: number;
-  /**
-   * indexer_head: the last block indexed. In the same snapshot, escrow_event rows with block_number at
-   * or below it are exactly the chain's escrow events up to it; rows above it may still be missing.
-   */
-  latestBlock: bigint;
-  latestBlockHash: Hex;
-  latestTimestamp: bigint;
-  /** Ponder's finalized block: rows at or below it never change again. */
-  finalizedBlock: bigint;
-}
-
-/** Anything with pg's query method (pg.Pool, pg.Client, a pool client). */
-export interface Queryable {
-  query(sql: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
-}
-
-/**
- * Reads indexer_head and Ponder's finalized block; undefined before the first block after start-up
- * has been indexed (or before the schema exists). Read it in the same snapshot as the events (one
- * REPEATABLE READ transaction, or a join), never from Ponder's `/status` or latest_checkpoint: a
- * restart deletes the unfinalized rows without lowering those, while indexer_head goes back with them.
- */
-export async function readIndexerHead(db: Queryable, schema: string): Promise<IndexerHead | undefined> {
-  let rows: Record<string, unknown>[];
-  try {
-    ({ rows } = await db.query(
-      `SELECT h.chain_id, h.block_number, h.block_hash, h.block_timestamp, c.finalized_checkpoint
-         FROM ${qualifiedTable(schema, INDEXER_TABLES.head)} h
-         LEFT JOIN ${checkpointTable(schema)} c ON c.chain_id = h.chain_id
-        ORDER BY h.chain_id LIMIT 1`,
-    ));
-  } catch (error) {
-    if ((error as { code?: string }).code === "42P01") return undefined; // undefined_table
-    throw error;
-  }
-  const row = rows[0];
-  if (row === undefined) return undefined;
-  return {
-    chainId: Number(row.chain_id),
-    latestBlock: BigInt(String(row.block_number)),
-    latestBlockHash: String(row.block_hash) as Hex,
-    latestTimestamp: BigInt(String(row.block_timestamp)),
-    finalizedBlock:
-      typeof row.finalized_checkpoint === "string" ? decodeCheckpoint(row.finalized_checkpoint).blockNumber : 0n,
-  };
-}
 
 /**
  * A schema name for one indexed deployment: `<prefix>_<12 hex>` hashing the indexer's code (config,
@@ -275,7 +167,6 @@ export interface Indexer {
 const ORPHAN_WATCHDOG =
   "data:text/javascript,const parent=process.ppid;let since=0;setInterval(()=>{if(process.ppid===parent)return;if(!since){since=Date.now();process.kill(process.pid,'SIGINT')}else if(Date.now()-since>20000)process.exit(1)},1000).unref();";
 
-const LOCAL_CHAIN_ID = 31337;
 
 /** Pino's level numbers. */
 const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50 } as const;

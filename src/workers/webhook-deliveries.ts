@@ -4,10 +4,10 @@ import type { Job, JobResult } from "pg-boss";
 import { withTransaction, type Pool, type PoolClient } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
-import { closeWebhookConnections, postWebhook, type WebhookResponse } from "./http-sender.ts";
-import { bindWebhookOutbox } from "./outbox.ts";
-import { DELIVERY_QUEUE, deliveryQueueOptions, enqueueAttempts, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "./queue.ts";
-import { webhookHeaders } from "./signature.ts";
+import { closeWebhookConnections, postWebhook, type WebhookResponse } from "../webhooks/http-sender.ts";
+import { DELIVERY_QUEUE, deliveryQueueOptions, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../jobs/queues.ts";
+import { enqueueAttempts } from "../webhooks/queue.ts";
+import { webhookHeaders } from "../webhooks/signature.ts";
 
 /** The configuration the delivery worker reads (decisions section 1 names). */
 export interface WebhookDeliveryConfig {
@@ -33,7 +33,7 @@ export interface WebhookDeliveryOptions {
 }
 
 export interface WebhookDelivery {
-  /** Stops taking jobs, hands back the deliveries not yet sent, lets those on the wire finish, and unbinds the outbox. */
+  /** Stops taking jobs, hands back the deliveries not yet sent, lets those on the wire finish. */
   stop(): Promise<void>;
 }
 
@@ -558,7 +558,7 @@ export async function sweepStalledDeliveries(pool: Pool, boss: PgBoss, olderThan
 
 /**
  * Starts webhook delivery in this process: the delivery queue and its workers, claim renewal and
- * recovery, the minute sweep, and the outbox binding that lets recordEvent enqueue first attempts.
+ * recovery, and the minute sweep.
  */
 export async function startWebhookDelivery(options: WebhookDeliveryOptions): Promise<WebhookDelivery> {
   const { pool, boss, logger, config } = options;
@@ -607,10 +607,8 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     const requeued = await sweepStalledDeliveries(pool, boss, sweepAfterSeconds);
     if (requeued > 0) logger.warn({ requeued }, "re-enqueued stalled webhook deliveries");
   });
-  const unbind = bindWebhookOutbox(boss);
   return {
     async stop() {
-      unbind();
       dispatcher.closeIntake();
       await boss.offWork(DELIVERY_QUEUE, { wait: true });
       await dispatcher.stop(config.webhookTimeoutMs + 5000);

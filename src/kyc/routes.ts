@@ -1,13 +1,13 @@
-import type { Pool } from "../../db/pool.ts";
-import { KycNotAvailableError, ValidationError } from "../../domain/errors.ts";
-import { KYC_LEVELS, type KycLevel } from "../../domain/kyc.ts";
-import type { KycProviderClient } from "../../integrations/kyc-provider.ts";
-import { startKycSession } from "../../kyc/start-session.ts";
-import type { Logger } from "../../logger.ts";
-import { getUserByRef } from "../../users/users.ts";
-import { currentPartner } from "../context.ts";
-import type { RouteGroup, RouteSpec } from "../routes.ts";
-import { bodyValidator } from "../schema.ts";
+import type { Pool } from "../db/pool.ts";
+import { KycNotAvailableError, ValidationError } from "../domain/errors.ts";
+import { KYC_LEVELS, type KycLevel } from "../domain/kyc.ts";
+import type { KycProviderClient } from "../integrations/kyc-provider.ts";
+import { startKycSession } from "./start-session.ts";
+import type { Logger } from "../logger.ts";
+import { getUserByRef } from "../users/users.ts";
+import { currentPartner } from "../http/context.ts";
+import type { RouteGroup, RouteSpec } from "../http/routes.ts";
+import { bodyValidator } from "../http/schema.ts";
 
 interface KycSessionBody {
   level: KycLevel;

@@ -3,33 +3,11 @@ import type { EscrowStatus } from "../chain/escrow-gateway.ts";
 import { TransactionNotYetMinedError, TransactionNotYetPossibleError, recordTransactionRequest, type TransactionSender } from "../chain/transaction-sender.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
-import type { TimerKind } from "../orders/machine.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { recordEvent } from "../webhooks/outbox.ts";
-import { inTransaction, type PgBoss } from "./boss.ts";
-
-export const ORDER_TIMER_QUEUE = "orders.timer";
-export const CHAIN_SEND_QUEUE = "chain.send";
-/** A broadcast transaction looked at again until its receipt settles it. */
-export const CHAIN_CONFIRM_QUEUE = "chain.confirm";
-export const PAYMENT_VERIFY_QUEUE = "payments.verify";
-
-interface TimerJob {
-  orderId: string;
-  timer: TimerKind;
-  dueAt: string;
-}
-
-interface ChainSendJob {
-  transactionId: string;
-}
-
-export interface PaymentVerificationJob {
-  orderId: string;
-  cepTrackingKey: string;
-  operationDate: string;
-  senderBankCode: string;
-}
+import { inTransaction, type PgBoss } from "../jobs/boss.ts";
+import { recordPermanentFailure, retryingOnlyWhatCanSucceed, settlingEachJob } from "../jobs/retry.ts";
+import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
 /**
  * The order actors' effects as pg-boss jobs and outbox rows, written through the transition's own
@@ -51,31 +29,6 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
       await boss.send(PAYMENT_VERIFY_QUEUE, request satisfies PaymentVerificationJob, inTransaction(tx));
     },
   };
-}
-
-// notify: a job written wakes the workers at once instead of on their next poll (jobs/boss.ts).
-const QUEUE_OPTIONS = {
-  // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
-  // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so
-  // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
-  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
-  // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
-  // One attempt signs and broadcasts without waiting for the receipt (seconds at most): a worker killed
-  // mid-attempt is retried within half a minute.
-  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 30, notify: true },
-  // Each attempt is one receipt lookup (and a rebroadcast when the node lost the transaction). Not
-  // mined yet is a retry: every second at first, then at most every 30 s.
-  [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60 },
-  // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
-  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
-};
-
-export async function createOrderQueues(boss: PgBoss): Promise<void> {
-  for (const [name, options] of Object.entries(QUEUE_OPTIONS)) {
-    await boss.createQueue(name, options);
-    // createQueue leaves an existing queue as it was: apply the current settings on every start.
-    await boss.updateQueue(name, options);
-  }
 }
 
 /** What the lock timers read from the escrow: its effective lock expiry (moved by pauses) and whether it is paused. */
@@ -138,10 +91,10 @@ export async function startOrderWorkers(deps: {
 }): Promise<void> {
   const { boss, pool, ports, logger, escrowStatus } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
-  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, async ([job]) => {
-    const { orderId, timer, dueAt } = job!.data;
+  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
+    const { orderId, timer, dueAt } = job.data;
     const escrow = deps.escrow;
-    if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job!.data))) return;
+    if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job.data))) return;
     if (timer === "DEPOSIT_TIMEOUT" && escrowStatus) {
       const { rows } = await pool.query<{ status: string; escrow_order_id: Hex }>("SELECT status, escrow_order_id FROM orders WHERE id = $1", [orderId]);
       const row = rows[0];
@@ -159,24 +112,16 @@ export async function startOrderWorkers(deps: {
     }
     const result = await applyOrderEvent(pool, ports, orderId, { type: "TIMER_FIRED", timer, dueAt, at: new Date().toISOString() });
     logger.info({ orderId, timer, changed: result.changed, status: result.status }, "order timer fired");
-  });
+  }, recordPermanentFailure(logger, ORDER_TIMER_QUEUE)));
   const sender = deps.sender;
   if (sender) {
     // Many requests at once: each worker fetches a batch and sends its transactions concurrently (the
     // sender orders nonces and broadcasts), each job settled on its own.
-    const settleEach = (handle: (job: ChainSendJob) => Promise<void>) => async (jobs: { id: string; data: ChainSendJob }[]) =>
-      Promise.all(
-        jobs.map(async (job) => {
-          try {
-            await handle(job.data);
-            return { id: job.id, status: "completed" as const };
-          } catch (error) {
-            if (error instanceof TransactionNotYetPossibleError) logger.info({ transactionId: job.data.transactionId, reason: error.message }, "escrow transaction deferred");
-            else if (!(error instanceof TransactionNotYetMinedError)) logger.warn({ transactionId: job.data.transactionId, err: error }, "escrow transaction step failed; retried");
-            return { id: job.id, status: "failed" as const, output: { message: (error as Error).message } };
-          }
-        }),
-      );
+    const settleEach = (handle: (job: ChainSendJob) => Promise<void>, queue: string) =>
+      settlingEachJob<ChainSendJob>((job) => handle(job.data), recordPermanentFailure(logger, queue), (job, error) => {
+        if (error instanceof TransactionNotYetPossibleError) logger.info({ transactionId: job.data.transactionId, reason: error.message }, "escrow transaction deferred");
+        else if (!(error instanceof TransactionNotYetMinedError)) logger.warn({ transactionId: job.data.transactionId, err: error }, "escrow transaction step failed; retried");
+      });
     // A full batch is followed by the next fetch at once rather than after the polling interval.
     const workOptions = { batchSize: 25, localConcurrency: 2, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, perJobResults: true } as const;
     await boss.work<ChainSendJob>(
@@ -188,7 +133,7 @@ export async function startOrderWorkers(deps: {
         // so a crash in between retries this job, which finds the transaction stored and sent).
         if (outcome === "SENT") await boss.send(CHAIN_CONFIRM_QUEUE, { transactionId } satisfies ChainSendJob, { startAfter: 1 });
         else logger.info({ transactionId, outcome }, "escrow transaction settled");
-      }),
+      }, CHAIN_SEND_QUEUE),
     );
     await boss.work<ChainSendJob>(
       CHAIN_CONFIRM_QUEUE,
@@ -197,7 +142,7 @@ export async function startOrderWorkers(deps: {
         const outcome = await sender.process(transactionId);
         if (outcome === "SENT") throw new TransactionNotYetMinedError(`transaction ${transactionId} not mined yet`);
         logger.info({ transactionId, outcome }, "escrow transaction settled");
-      }),
+      }, CHAIN_CONFIRM_QUEUE),
     );
   }
 }

@@ -1,6 +1,6 @@
-import { currentPartner } from "../context.ts";
-import type { RouteGroup } from "../routes.ts";
-import { isoTimestamp } from "../schema.ts";
+import { currentPartner } from "./context.ts";
+import type { RouteGroup } from "./routes.ts";
+import { isoTimestamp } from "./schema.ts";
 
 export function healthRoutes(api: RouteGroup): void {
   api.add(

@@ -1,15 +1,14 @@
 // A local Hardhat JSON-RPC node (chain id 31337) run as a child process, for the sandbox (`npm start`
 // without RPC_URL) and for end-to-end tests. The node keeps its chain in memory only: a restart starts
-// from block 0, so callers redeploy (src/chain/deploy.ts) after starting it.
+// from block 0, so callers redeploy (src/stack/deploy.ts) after starting it.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Address, Hex } from "viem";
+import { repoRoot } from "../paths.ts";
+import { LOCAL_CHAIN_ID } from "../config.ts";
 
-export const LOCAL_CHAIN_ID = 31337;
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const hardhatCli = path.join(repoRoot, "node_modules/hardhat/dist/src/cli.js");
 
 /**

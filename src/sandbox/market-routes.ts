@@ -3,18 +3,18 @@ import { privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
 import { sendFromWallet, withSignerLock } from "../chain/wallet-sends.ts";
-import { devAccounts, DEV_ACCOUNT } from "../chain/local-node.ts";
+import { devAccounts, DEV_ACCOUNT } from "../stack/local-node.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
 import { money, USDC_DECIMALS } from "../domain/money.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { simulateSpeiPayment } from "../sandbox/payment-routes.ts";
-import type { CepPortalSimulator } from "../sandbox/simulators/cep-portal.ts";
-import { KycSimulatorError, type KycProviderSimulator } from "../sandbox/simulators/kyc-provider.ts";
-import { currentBuyer } from "./auth.ts";
-import { isBuyerKycSession } from "./kyc.ts";
-import { buyerProfile, type MarketRouteDeps } from "./routes.ts";
-import { getTradeRow } from "./trades.ts";
+import { simulateSpeiPayment } from "./payment-routes.ts";
+import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
+import { KycSimulatorError, type KycProviderSimulator } from "./simulators/kyc-provider.ts";
+import { currentBuyer } from "../market/auth.ts";
+import { isBuyerKycSession } from "../market/kyc.ts";
+import { buyerProfile, type MarketRouteDeps } from "../market/routes.ts";
+import { getTradeRow } from "../market/trades.ts";
 
 // Sandbox helpers for buyers and developers' own wallets (decisions 13 and 17), registered only when
 // SANDBOX is on: the chain's coordinates, a faucet, the buyer's KYC decision and simulated SPEI transfer.

@@ -3,7 +3,6 @@
 import { execFile } from "node:child_process";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import {
   createPublicClient,
@@ -18,9 +17,10 @@ import {
 } from "viem";
 import type { Abi, Address, Hash, Hex, PublicClient, Transport } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { escrowAbi, testUsdcAbi } from "./escrow-abi.ts";
+import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
+import { DEV_ACCOUNT, devAccounts } from "./local-node.ts";
+import { repoRoot } from "../paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 export const defaultArtifactsDir = path.join(repoRoot, "artifacts");
 
@@ -260,4 +260,23 @@ export async function readDeployment(file: string): Promise<Deployment> {
     deploymentBlock,
     deployedAt,
   };
+}
+
+/**
+ * Deploys to a local chain with the development accounts (src/stack/local-node.ts): deployer 0, admin
+ * 10, service 1, arbiter 2, treasury 3, unless `service` or `arbiter` is given (configured keys). What
+ * start-up, the test stacks and the bench deploy.
+ */
+export async function deployLocal(
+  options: { rpcUrl: string; service?: Address; arbiter?: Address } & Pick<DeployOptions, "refundGraceSeconds" | "deploymentFile" | "pollingIntervalMs">,
+): Promise<Deployment> {
+  const { service, arbiter, ...rest } = options;
+  return deployContracts({
+    deployerPrivateKey: devAccounts[DEV_ACCOUNT.deployer].privateKey,
+    adminAddress: devAccounts[DEV_ACCOUNT.admin].address,
+    serviceAddress: service ?? devAccounts[DEV_ACCOUNT.service].address,
+    arbiterAddress: arbiter ?? devAccounts[DEV_ACCOUNT.arbiter].address,
+    treasuryAddress: devAccounts[DEV_ACCOUNT.treasury].address,
+    ...rest,
+  });
 }

@@ -1,13 +1,13 @@
-import type { Pool } from "../../db/pool.ts";
-import { UserSanctionedError, ValidationError } from "../../domain/errors.ts";
-import { money } from "../../domain/money.ts";
-import { FEE_RECIPIENTS, type FeeRecipient } from "../../domain/pricing.ts";
-import { createQuote, quoteView } from "../../quotes/quotes.ts";
-import type { ExchangeRates } from "../../rates/exchange-rates.ts";
-import { getUserByRef } from "../../users/users.ts";
-import { currentPartner } from "../context.ts";
-import type { RouteGroup } from "../routes.ts";
-import { isoTimestamp } from "../schema.ts";
+import type { Pool } from "../db/pool.ts";
+import { UserSanctionedError, ValidationError } from "../domain/errors.ts";
+import { money } from "../domain/money.ts";
+import { FEE_RECIPIENTS, type FeeRecipient } from "../domain/pricing.ts";
+import { createQuote, quoteView } from "./quotes.ts";
+import type { ExchangeRates } from "../rates/exchange-rates.ts";
+import { getUserByRef } from "../users/users.ts";
+import { currentPartner } from "../http/context.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { isoTimestamp } from "../http/schema.ts";
 
 export const MAX_AMOUNT_USDC = 1_000_000;
 

@@ -1,12 +1,13 @@
-import type { Pool } from "../../db/pool.ts";
-import { OrderNotCancellableError } from "../../domain/errors.ts";
-import { createOrder, type OrderCreationDeps } from "../../orders/create-order.ts";
-import { ORDER_STATUSES, type OrderStatus } from "../../orders/machine.ts";
-import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderListItem, orderTimeline, type OrderViewContext } from "../../orders/queries.ts";
-import { applyOrderEvent, type OrderEffectPorts } from "../../orders/store.ts";
-import { currentPartner, type AppContext } from "../context.ts";
-import type { RouteGroup } from "../routes.ts";
-import { pagination } from "../schema.ts";
+import type { Pool } from "../db/pool.ts";
+import { OrderNotCancellableError } from "../domain/errors.ts";
+import { createOrder, type OrderCreationDeps } from "./create-order.ts";
+import { ORDER_STATUSES, type OrderStatus } from "./machine.ts";
+import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderListItem, orderTimeline, type OrderViewContext } from "./queries.ts";
+import { applyOrderEvent, type OrderEffectPorts } from "./store.ts";
+import { currentPartner, type AppContext } from "../http/context.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { pagination } from "../http/schema.ts";
+import { pageOf } from "../db/filters.ts";
 
 export interface OrderRouteDeps {
   pool: Pool;
@@ -18,6 +19,21 @@ export interface OrderRouteDeps {
 export async function orderDetail(deps: Pick<OrderRouteDeps, "pool" | "view">, partnerId: string | null, orderId: string) {
   const row = await getOrderRow(deps.pool, partnerId, orderId);
   return orderDetailView(row, await orderTimeline(deps.pool, row.id), deps.view);
+}
+
+export type OrderListQuery = { status?: OrderStatus; partnerUserRef?: string; limit: number; offset: number };
+
+/** The filters of a partner's order list (GET /orders, and the dashboard's). */
+export const orderListQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
+} as const;
+
+/** One page of the partner's orders, newest first, as GET /orders shows them. */
+export async function partnerOrderPage(pool: Pool, partnerId: string, query: OrderListQuery) {
+  const { rows, total } = await listOrderRows(pool, { partnerId, ...query });
+  return pageOf("orders", rows.map(orderListItem), total, query);
 }
 
 export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
@@ -60,17 +76,12 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
       path: "/orders",
       tag: "Orders",
       summary: "The partner's orders, newest first",
-      query: {
-        type: "object",
-        additionalProperties: false,
-        properties: { status: { enum: ORDER_STATUSES }, partnerUserRef: { type: "string", minLength: 1, maxLength: 255 }, ...pagination },
-      },
+      query: orderListQuery,
       responses: { 200: { description: "Page of orders" } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
-      const { rows, total } = await listOrderRows(pool, { partnerId: currentPartner(ctx).id, ...query });
-      ctx.body = { orders: rows.map(orderListItem), total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total };
+      ctx.body = await partnerOrderPage(pool, currentPartner(ctx).id, query);
     },
   );
 

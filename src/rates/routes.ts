@@ -1,7 +1,7 @@
-import { toJsonNumber } from "../../domain/money.ts";
-import type { ExchangeRates } from "../../rates/exchange-rates.ts";
-import type { RouteGroup } from "../routes.ts";
-import { isoTimestamp } from "../schema.ts";
+import { toJsonNumber } from "../domain/money.ts";
+import type { ExchangeRates } from "./exchange-rates.ts";
+import type { RouteGroup } from "../http/routes.ts";
+import { isoTimestamp } from "../http/schema.ts";
 
 export function exchangeRateRoutes(api: RouteGroup, deps: { rates: ExchangeRates; validitySeconds: number }): void {
   api.add(

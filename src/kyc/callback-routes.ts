@@ -2,11 +2,13 @@ import type Router from "@koa/router";
 import type { Pool } from "../db/pool.ts";
 import { UnauthorizedError, ValidationError } from "../domain/errors.ts";
 import { KycCallbackPayloadError, KycCallbackSignatureError, type KycProviderClient } from "../integrations/kyc-provider.ts";
-import { applyKycCallback } from "../kyc/callbacks.ts";
+import { applyKycCallback, type OtherKycSession } from "./callbacks.ts";
+
+export type { OtherKycSession };
 import type { Logger } from "../logger.ts";
-import type { AppState } from "./context.ts";
-import { jsonBody } from "./middleware/json-body.ts";
-import { createRouter } from "./router.ts";
+import type { AppState } from "../http/context.ts";
+import { jsonBody } from "../http/middleware/json-body.ts";
+import { createRouter } from "../http/router.ts";
 
 /** Where the KYC provider posts its signed decision and screening webhooks (outside /api/v1, no API key). */
 export const KYC_CALLBACK_PATH = "/callbacks/kyc";
@@ -19,7 +21,7 @@ export const KYC_CALLBACK_PATH = "/callbacks/kyc";
  * 401 UNAUTHORIZED; signed but not a decision or screening payload: 400 VALIDATION_ERROR; unknown session:
  * 404 NOT_FOUND. In each case nothing changes. A replayed callback answers 200 and changes nothing.
  */
-export function kycCallbackRouter(deps: { pool: Pool; provider: Pick<KycProviderClient, "verifyDecisionCallback">; logger?: Logger }): Router<AppState> {
+export function kycCallbackRouter(deps: { pool: Pool; provider: Pick<KycProviderClient, "verifyDecisionCallback">; otherSession: OtherKycSession; logger?: Logger }): Router<AppState> {
   const router = createRouter();
   router.post(KYC_CALLBACK_PATH, jsonBody(), async (ctx) => {
     const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
@@ -35,7 +37,7 @@ export function kycCallbackRouter(deps: { pool: Pool; provider: Pick<KycProvider
       if (error instanceof KycCallbackPayloadError) throw new ValidationError(`The KYC callback is not understood: ${error.message}`);
       throw error;
     }
-    const { outcome, session } = await applyKycCallback(deps.pool, decision);
+    const { outcome, session } = await applyKycCallback(deps.pool, decision, deps.otherSession);
     ctx.state.log.info({ kycSession: session.id, providerSessionId: decision.sessionId, kind: decision.kind, result: decision.result, outcome }, "KYC callback");
     ctx.body = { received: true, outcome };
   });

@@ -1,0 +1,103 @@
+import type { TimerKind } from "../orders/machine.ts";
+import type { PaymentVerificationAttempt } from "../payments/verification.ts";
+import type { PgBoss } from "./boss.ts";
+
+// Every pg-boss queue of the service: its name, the payload of its jobs and its options. The producers
+// (order effect ports, the outbox) and the workers (src/workers/) both name queues from here.
+
+/** An order's timer, due at `dueAt`: fires into the order actor. */
+export const ORDER_TIMER_QUEUE = "orders.timer";
+export interface TimerJob {
+  orderId: string;
+  timer: TimerKind;
+  dueAt: string;
+}
+
+/** An escrow transaction recorded once (chain_transactions), sent by the transaction sender. */
+export const CHAIN_SEND_QUEUE = "chain.send";
+export interface ChainSendJob {
+  transactionId: string;
+}
+/** A broadcast transaction looked at again until its receipt settles it (same payload as chain.send). */
+export const CHAIN_CONFIRM_QUEUE = "chain.confirm";
+
+/** One attempt at verifying a reported SPEI payment at the CEP portal. */
+export const PAYMENT_VERIFY_QUEUE = "payments.verify";
+/** The first attempt, as the order machine's verifyPayment effect enqueues it. */
+export interface PaymentVerificationJob {
+  orderId: string;
+  cepTrackingKey: string;
+  operationDate: string;
+  senderBankCode: string;
+}
+export type { PaymentVerificationAttempt };
+
+/** One job per webhook delivery attempt. */
+export const DELIVERY_QUEUE = "webhooks.deliver";
+export interface DeliveryJob {
+  deliveryId: string;
+  /** Attempt series (1, then +1 per operator redelivery): a job of an older series does nothing. */
+  series: number;
+  /** The 1-based attempt this job makes: it does nothing unless the delivery has made attempt - 1. */
+  attempt: number;
+}
+/** Periodic backstop: re-enqueues pending deliveries whose job went missing (no payload). */
+export const SWEEP_QUEUE = "webhooks.sweep";
+
+/** Periodic clean-ups (no payload), by the maintenance task that works each. */
+export const MAINTENANCE_QUEUES = {
+  pruneRateLimitWindows: { name: "maintenance.prune-rate-limits", cron: "* * * * *" },
+  pruneIdempotencyKeys: { name: "maintenance.prune-idempotency-keys", cron: "17 * * * *" },
+} as const;
+
+// notify: a job written wakes the workers at once instead of on their next poll (jobs/boss.ts).
+export const ORDER_QUEUE_OPTIONS = {
+  // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
+  // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so
+  // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
+  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
+  // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
+  // One attempt signs and broadcasts without waiting for the receipt (seconds at most): a worker killed
+  // mid-attempt is retried within half a minute.
+  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 30, notify: true },
+  // Each attempt is one receipt lookup (and a rebroadcast when the node lost the transaction). Not
+  // mined yet is a retry: every second at first, then at most every 30 s.
+  [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60 },
+  // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
+  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
+};
+
+/**
+ * pg-boss settings of the delivery queue. A job whose worker died (SIGKILL, lost machine) stays active
+ * until `expireInSeconds` pass, then pg-boss's supervisor puts it back for retry, so the interrupted
+ * attempt is made again under the same delivery id. pg-boss's own retries are only for such crashes and
+ * for infrastructure errors; the webhook retry schedule is ours (WEBHOOK_RETRY_DELAYS_SECONDS).
+ */
+export function deliveryQueueOptions(timeoutMs: number) {
+  return {
+    expireInSeconds: Math.ceil(timeoutMs / 1000) + 10,
+    retryLimit: 20,
+    retryDelay: 2,
+    retryBackoff: true,
+    retryDelayMax: 60,
+    deleteAfterSeconds: 7 * 86400,
+    // A delivery written wakes the workers at once (jobs/boss.ts); retries still wait for their time.
+    notify: true,
+  };
+}
+
+/** Creates a queue, or applies the current options to the existing one (createQueue leaves it as it was). */
+export async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBoss["createQueue"]>[1] = {}): Promise<void> {
+  await boss.createQueue(name, options);
+  if (Object.keys(options ?? {}).length > 0) await boss.updateQueue(name, options);
+}
+
+export async function createOrderQueues(boss: PgBoss): Promise<void> {
+  for (const [name, options] of Object.entries(ORDER_QUEUE_OPTIONS)) await ensureQueue(boss, name, options);
+}
+
+export async function ensureDeliveryQueues(boss: PgBoss, timeoutMs: number): Promise<void> {
+  // The current WEBHOOK_TIMEOUT_MS applies to an existing queue too.
+  await ensureQueue(boss, DELIVERY_QUEUE, deliveryQueueOptions(timeoutMs));
+  await ensureQueue(boss, SWEEP_QUEUE);
+}

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
 import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
-import { sandboxAccounts } from "../../src/stack/local-node.ts";
+import { unsanctionedSandboxAccounts } from "../../src/stack/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
 import { closedLoop, type ClosedLoopResult } from "../lib/load.ts";
 import { median, nowMs, round } from "../lib/stats.ts";
@@ -66,9 +66,10 @@ export async function runTrades(
   // Buyers are sandbox wallets, so POST /sandbox/orders/:id/pay can sign their payment reports; there
   // are fewer of them than pipelines, so pipeline i locks with buyer i % buyers, each wallet's sends
   // queued in order (FastWallet). The open-lock limit (BUYER_MAX_OPEN_LOCKS) applies where the market
-  // hands out permits; the bench signs its permits with the service key, as the contract accepts.
+  // hands out permits; the bench signs its permits with the service key, as the contract accepts. The
+  // sandbox wallet on the sanctions list is left out: its orders are held for review, never released.
   const buyers: FastWallet[] = [];
-  for (const account of sandboxAccounts.slice(0, pipelines)) buyers.push(await fastWallet(rpc, chainSettings.chainId, account.privateKey));
+  for (const account of unsanctionedSandboxAccounts.slice(0, pipelines)) buyers.push(await fastWallet(rpc, chainSettings.chainId, account.privateKey));
   const buyerOf = (worker: number) => buyers[worker % buyers.length]!;
 
   // Does this build have the sandbox pay route? (Without it, trades are measured up to LOCKED.)

@@ -148,7 +148,7 @@ export async function listMembers(db: Queryable, partnerId: string): Promise<Mem
  * OWNER (LAST_OWNER) when `leavesOwner` says the change takes `member` out of the owners.
  */
 async function lockedMember(tx: Queryable, partnerId: string, memberId: string, removesOwner: (member: MemberWithPassword) => boolean): Promise<MemberWithPassword> {
-  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR UPDATE", [partnerId]);
+  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
   const { rows } = await tx.query<MemberRow>("SELECT * FROM dashboard_members WHERE id = $1 AND partner_id = $2", [memberId, partnerId]);
   if (!rows[0]) throw new NotFoundError(`No member ${memberId}`);
   const member = fromRow(rows[0]);

@@ -64,7 +64,10 @@ export async function partnerVolumeSince(db: Pick<Pool, "query">, partnerId: str
 export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<string> {
   const clabe = parseClabe(request.sellerClabe);
   return withTransaction(deps.pool, async (tx) => {
-    await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR UPDATE", [partner.id]);
+    // NO KEY UPDATE: exclusive among creators, yet it lets the foreign key checks of the partner's
+    // order counts (key-share locks, taken by every state change of its orders) through; FOR UPDATE
+    // blocked them and deadlocked a creation waiting for a count row that such a change held.
+    await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partner.id]);
     const quote = await findQuote(tx, partner.id, request.quoteId, true);
     if (!quote) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
     const { rows: userRows } = await tx.query<{ id: string; partner_user_ref: string; kyc_status: string; kyc_tier: "NONE" | "BASIC" | "FULL"; is_pep: boolean; is_sanctioned: boolean; created_at: Date }>(

@@ -2,7 +2,7 @@ import { BaseError, ContractFunctionRevertedError, encodeFunctionData, maxUint25
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
-import { sandboxAccounts } from "../stack/local-node.ts";
+import { SANCTIONED_SANDBOX_WALLET, sandboxAccounts } from "../stack/local-node.ts";
 import { sendFromWallet, type WalletCall } from "../chain/wallet-sends.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, ValidationError } from "../domain/errors.ts";
@@ -69,7 +69,7 @@ export function sandboxOrderRoutes(
       path: "/sandbox/orders/:id/deposit",
       tag: "Sandbox",
       summary: "The seller's sandbox wallet (minted test USDC as needed) deposits the order's USDC into the escrow",
-      description: "Optional `sellerWallet`: the index of the sandbox wallet that deposits (default 0); wallet 5 is on the sandbox sanctions list.",
+      description: `Optional \`sellerWallet\`: the index of the sandbox wallet that deposits (default 0); wallet ${SANCTIONED_SANDBOX_WALLET} is on the sandbox sanctions list.`,
       body: { type: "object", additionalProperties: false, properties: { sellerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
       responses: { 200: { description: "{ txHash, sellerWallet }" } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],

@@ -96,6 +96,16 @@ export const DEV_ACCOUNT = { deployer: 0, service: 1, arbiter: 2, treasury: 3, f
 /** The sandbox sellers' and buyers' wallets (devAccounts 4 to 9). */
 export const sandboxAccounts: readonly DevAccount[] = devAccounts.filter((account) => account.role === "sandbox");
 
+/**
+ * The index (into sandboxAccounts) of the sandbox wallet on the sandbox sanctions list
+ * (data/sanctions/sandbox-sdn.csv), so sanctioned buyers can be tried: an order it locks is held
+ * (SANCTIONS_HOLD) and never released, so it must not be a buyer where trades are meant to complete.
+ */
+export const SANCTIONED_SANDBOX_WALLET = 5;
+
+/** The sandbox wallets whose trades can complete: all but the sanctioned one. */
+export const unsanctionedSandboxAccounts: readonly DevAccount[] = sandboxAccounts.filter((_, index) => index !== SANCTIONED_SANDBOX_WALLET);
+
 export interface LocalChainOptions {
   /** TCP port; 0 picks a free one (read back from the node's output). Default 8545. */
   port?: number;

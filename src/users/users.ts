@@ -72,7 +72,8 @@ export async function createUser(
   tx: Queryable,
   input: { partnerId: string; partnerUserRef: string; email?: string; attestation?: KycAttestation; maxUsers: number | null },
 ): Promise<User> {
-  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR UPDATE", [input.partnerId]);
+  // NO KEY UPDATE, as for order creation: serializes creators without blocking foreign key checks.
+  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [input.partnerId]);
   const existing = await tx.query("SELECT 1 FROM users WHERE partner_id = $1 AND partner_user_ref = $2", [input.partnerId, input.partnerUserRef]);
   if (existing.rowCount) throw new DuplicateUserError(`A user with partnerUserRef "${input.partnerUserRef}" already exists`);
   if (input.maxUsers !== null) {

@@ -2,13 +2,14 @@
 // the order in the operator's review queue (SANCTIONS_HOLD timeline entry, `sanctionsHold` on the admin
 // order), and a verified payment does not send confirmPayment while held; the operator decides with
 // POST /admin/v1/orders/:id/review (RELEASE or REFUND). On the real chain, indexer and service.
-// Sandbox wallet 5 is on the sandbox sanctions list (data/sanctions/sandbox-sdn.csv).
+// Sandbox wallet SANCTIONED_SANDBOX_WALLET is on the sandbox sanctions list (data/sanctions/sandbox-sdn.csv).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { SANCTIONED_SANDBOX_WALLET } from "../../src/stack/local-node.ts";
 import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { chainTransactions, lockedOrder, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "../payments/support/payments.ts";
 
-const SANCTIONED_BUYER = 5;
+const SANCTIONED_BUYER = SANCTIONED_SANDBOX_WALLET;
 // Long enough to pay and verify inside it, short enough to see the lock expire while held.
 const LOCK_WINDOW_SECONDS = 25;
 

@@ -7,9 +7,9 @@ import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
 import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { AppContext, AppState } from "../http/context.ts";
 import { orderDetail, orderListQuery, partnerOrderPage } from "../orders/routes.ts";
-import { deliveryFilterProperties, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
+import { deliveryListSpec, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import type { RouteGroup, RouteSpec } from "../http/routes.ts";
-import { isoTimestamp, pagination, pageSchema } from "../http/schema.ts";
+import { isoTimestamp, pagination } from "../http/schema.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { OrderStatus } from "../orders/machine.ts";
 import type { OrderViewContext } from "../orders/queries.ts";
@@ -373,14 +373,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       role: "VIEWER",
       tag: "Webhook",
       summary: "The delivery log: the filters, envelope and records of GET /webhooks",
-      query: { type: "object", additionalProperties: false, properties: deliveryFilterProperties },
-      responses: {
-        200: {
-          description: "Deliveries",
-          schema: pageSchema("deliveries", deliveryRecordSchema),
-        },
-      },
-      errors: ["VALIDATION_ERROR"],
+      ...deliveryListSpec,
     },
     async (ctx, { query }) => {
       ctx.body = await listPartnerDeliveries(pool, currentMember(ctx).partnerId, query);

@@ -41,6 +41,13 @@ export interface DeliveryQuery {
   offset: number;
 }
 
+/** The delivery list's filters, page and errors: `GET /webhooks` and the dashboard's delivery log serve the same list. */
+export const deliveryListSpec = {
+  query: { type: "object", additionalProperties: false, properties: deliveryFilterProperties },
+  responses: { 200: { description: "Deliveries", schema: pageSchema("deliveries", deliveryRecordSchema) } },
+  errors: ["VALIDATION_ERROR"],
+};
+
 /** `GET /webhooks`: the partner's own delivery history. */
 export function partnerWebhookRoutes(api: RouteGroup, deps: { pool: Pool }): void {
   const { pool } = deps;
@@ -53,14 +60,7 @@ export function partnerWebhookRoutes(api: RouteGroup, deps: { pool: Pool }): voi
       description:
         "Every event sent to the partner's webhook URL, with its attempts. `X-Webhook-Id` of a request is the delivery `id`. " +
         "A delivery is attempted at most 5 times; `nextAttemptAt` is when the next attempt is due while it is PENDING.",
-      query: { type: "object", additionalProperties: false, properties: deliveryFilterProperties },
-      responses: {
-        200: {
-          description: "Deliveries",
-          schema: pageSchema("deliveries", deliveryRecordSchema),
-        },
-      },
-      errors: ["VALIDATION_ERROR"],
+      ...deliveryListSpec,
     },
     async (ctx, { query }) => {
       ctx.body = await listPartnerDeliveries(pool, currentPartner(ctx).id, query);

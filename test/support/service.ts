@@ -1,6 +1,7 @@
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
 import { startService, type RunningService, type ServiceOptions } from "../../src/main.ts";
+import { createServer } from "node:net";
 import { createTestDatabase } from "./database.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -91,4 +92,40 @@ export async function startTestService(
     },
   };
   return test;
+}
+
+/** A local port nothing listens on: an outside service configured there is unreachable. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The service outside sandbox (SANDBOX=false) with a complete production configuration whose chain and
+ * outside services are addresses where nothing listens: for what production mode changes in the API.
+ */
+export async function startProductionModeService(): Promise<TestService> {
+  const unreachable = `http://127.0.0.1:${await closedPort()}`;
+  return startTestService({
+    SANDBOX: "false",
+    // Required by the configuration; the test database is passed to the service beside it.
+    DATABASE_URL: "postgres://unused@127.0.0.1:5432/unused",
+    RPC_URL: unreachable,
+    ESCROW_ADDRESS: `0x${"1".repeat(40)}`,
+    USDC_ADDRESS: `0x${"2".repeat(40)}`,
+    SERVICE_PRIVATE_KEY: `0x${"3".repeat(64)}`,
+    ARBITER_PRIVATE_KEY: `0x${"4".repeat(64)}`,
+    ADMIN_ADDRESS: `0x${"5".repeat(40)}`,
+    ADMIN_TOKEN: "production-admin-token-0123456789-abcdef",
+    BANXICO_SIE_URL: unreachable,
+    BANXICO_TOKEN: "token",
+    FALLBACK_RATE_URL: unreachable,
+    CEP_URL: unreachable,
+    KYC_PROVIDER_URL: unreachable,
+    KYC_PROVIDER_API_KEY: "production-kyc-key",
+    KYC_PROVIDER_SECRET: "production-kyc-secret",
+  });
 }

@@ -5,6 +5,7 @@ import type { Surface } from "../http/app.ts";
 import type { AppState } from "../http/context.ts";
 import { buildOpenApiDocument } from "../http/openapi.ts";
 import { staticPageRouter } from "../http/static-page.ts";
+import { ordersBrowserModule } from "../orders/browser-module.ts";
 import { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
 import { getPartner } from "../partners/partners.ts";
@@ -94,5 +95,5 @@ const publicDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "publi
 
 /** The page at /dashboard: nothing inline at all (bars are sized through the CSSOM). */
 function pageRouter(): Router<AppState> {
-  return staticPageRouter({ path: "/dashboard", publicDir, assets: ["dashboard.js", "dashboard.css"] });
+  return staticPageRouter({ path: "/dashboard", publicDir, assets: ["dashboard.js", "dashboard.css"], generatedAssets: [ordersBrowserModule] });
 }

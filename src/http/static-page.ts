@@ -1,5 +1,6 @@
 import { createReadStream } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type Router from "@koa/router";
 import type { AppState } from "./context.ts";
 import { createRouter } from "./router.ts";
@@ -17,6 +18,8 @@ export interface StaticPage {
   assets: string[];
   /** Files from elsewhere (a package's build), served under assets/ by their base name. */
   packageAssets?: { file: string; cache: string }[];
+  /** Script modules written at start (e.g. the service's own constants), served under assets/ by name. */
+  generatedAssets?: { name: string; source: string }[];
   /** Inline styles allowed (mermaid writes them into the SVGs it draws); scripts never. */
   inlineStyles?: boolean;
 }
@@ -39,16 +42,23 @@ function contentSecurityPolicy(inlineStyles: boolean): string {
   ].join("; ");
 }
 
+/** What every page may use: assets/page.js (one element builder, one API error) and assets/page.css (the palette). */
+const sharedDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "public");
+const sharedAssets = ["page.js", "page.css"].map((name) => ({ file: path.join(sharedDir, name), cache: "no-cache" }));
+
+type Asset = { type: string; cache: string } & ({ file: string } | { source: string });
+
 export function staticPageRouter(page: StaticPage): Router<AppState> {
   // A Map, not an object literal: `constructor` or `__proto__` find nothing rather than Object.prototype's.
-  const files = [...page.assets.map((name) => ({ file: path.join(page.publicDir, name), cache: "no-cache" })), ...(page.packageAssets ?? [])];
-  const assets = new Map(
-    files.map(({ file, cache }) => {
+  const files = [...sharedAssets, ...page.assets.map((name) => ({ file: path.join(page.publicDir, name), cache: "no-cache" })), ...(page.packageAssets ?? [])];
+  const assets = new Map<string, Asset>([
+    ...files.map(({ file, cache }) => {
       const type = TYPES.get(path.extname(file));
       if (!type) throw new Error(`no content type for ${file}`);
       return [path.basename(file), { file, type, cache }] as const;
     }),
-  );
+    ...(page.generatedAssets ?? []).map(({ name, source }) => [name, { source, type: "application/javascript", cache: "no-cache" }] as const),
+  ]);
   const csp = contentSecurityPolicy(page.inlineStyles ?? false);
   const router = createRouter();
   router.get(page.path, (ctx) => {
@@ -66,7 +76,7 @@ export function staticPageRouter(page: StaticPage): Router<AppState> {
     ctx.set("Cache-Control", asset.cache);
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Referrer-Policy", "no-referrer");
-    ctx.body = createReadStream(asset.file);
+    ctx.body = "file" in asset ? createReadStream(asset.file) : asset.source;
   });
   return router;
 }

@@ -5,6 +5,8 @@
 // set as text (never as HTML).
 
 import { renderChart } from "./chart.js";
+import { ApiError, h } from "./page.js";
+import { ORDER_STATUSES as STATUSES } from "./orders.js";
 
 const TOKEN_KEY = "offramp.adminToken";
 const API = "/admin/v1";
@@ -15,17 +17,8 @@ const OUTCOMES = [
   { value: "NO_FAULT_REFUND", label: "No fault: refund to seller" },
   { value: "NO_FAULT_RETRY", label: "No fault: retry (back to LOCKED, new lock window)" },
 ];
-const STATUSES = ["PENDING_DEPOSIT", "ACTIVE", "LOCKED", "PENDING_RELEASE", "DISPUTED", "COMPLETED", "EXPIRED", "REFUNDED"];
 
 // ---------------------------------------------------------------- plumbing
-
-class ApiError extends Error {
-  constructor(status, body) {
-    super(body && body.message ? `${body.error}: ${body.message}` : `HTTP ${status}`);
-    this.status = status;
-    this.body = body;
-  }
-}
 
 const token = () => sessionStorage.getItem(TOKEN_KEY);
 
@@ -41,22 +34,6 @@ async function api(method, path, body) {
   }
   if (!response.ok) throw new ApiError(response.status, parsed);
   return parsed;
-}
-
-/** Builds an element: h("td", { class: "num" }, "12"). Strings become text nodes, never HTML. */
-function h(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
-    else if (value === true) element.setAttribute(name, "");
-    else element.setAttribute(name, String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === undefined || child === null || child === false) continue;
-    element.append(child instanceof window.Node ? child : document.createTextNode(String(child)));
-  }
-  return element;
 }
 
 const statusTag = (status) => h("span", { class: `status ${status}` }, status);

@@ -5,33 +5,15 @@
 // API is always set as text, never as HTML. Change controls are only drawn for roles that may use them
 // (the API refuses them anyway), and carry `data-change`.
 
+import { ApiError, h } from "./page.js";
+import { ORDER_EVENT_TYPES as EVENT_TYPES, ORDER_STATUSES } from "./orders.js";
+
 const API = "/dashboard/v1";
 const RANK = { VIEWER: 0, DEVELOPER: 1, OWNER: 2 };
-const ORDER_STATUSES = ["PENDING_DEPOSIT", "ACTIVE", "LOCKED", "PENDING_RELEASE", "DISPUTED", "COMPLETED", "EXPIRED", "REFUNDED"];
-const EVENT_TYPES = [
-  "order.created",
-  "order.deposit_confirmed",
-  "order.locked",
-  "order.payment_verified",
-  "order.completed",
-  "order.refunded",
-  "order.lock_expired",
-  "order.disputed",
-  "order.dispute_resolved",
-  "order.expired",
-];
 
 let session = null; // { member, csrfToken }
 
 // ---------------------------------------------------------------- plumbing
-
-class ApiError extends Error {
-  constructor(status, body) {
-    super(body && body.message ? `${body.error}: ${body.message}` : `HTTP ${status}`);
-    this.status = status;
-    this.body = body;
-  }
-}
 
 async function api(method, path, body) {
   const headers = { Accept: "application/json" };
@@ -46,22 +28,6 @@ async function api(method, path, body) {
   }
   if (!response.ok) throw new ApiError(response.status, parsed);
   return parsed;
-}
-
-/** Builds an element: h("td", { class: "num" }, "12"). Strings become text nodes, never HTML. */
-function h(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
-    else if (value === true) element.setAttribute(name, "");
-    else element.setAttribute(name, String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === undefined || child === null || child === false) continue;
-    element.append(child instanceof window.Node ? child : document.createTextNode(String(child)));
-  }
-  return element;
 }
 
 const can = (role) => session && RANK[session.member.role] >= RANK[role];

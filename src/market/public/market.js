@@ -1,7 +1,9 @@
-/* global document, window, location, Node */
+/* global document, window, location */
 // The market page (decisions 17): an injected EIP-1193 wallet signs in (EIP-4361), locks an order of the
 // book with a service-signed permit, and the page shows where and how much to pay, takes the payment
 // report and follows the trade to COMPLETED. Everything comes from /market/v1; the token stays in this tab.
+
+import { h } from "./page.js";
 
 const API = "/market/v1";
 // lock((bytes32 orderId, address buyer, uint64 deadline) permit, bytes signature): keccak256 selector.
@@ -14,17 +16,6 @@ const state = { wallet: null, token: sessionStorage.getItem(TOKEN_KEY), me: null
 
 function show(id, visible) {
   $(id).hidden = !visible;
-}
-
-function h(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name === "dataset") Object.assign(element.dataset, value);
-    else if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
-    else element.setAttribute(name, value);
-  }
-  for (const child of children) element.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  return element;
 }
 
 function say(message) {

@@ -26,6 +26,21 @@ async function blockTime(txHash: string): Promise<number> {
   return Number(block.timestamp) * 1000;
 }
 
+/**
+ * Waits until the chain's own clock (an empty block's timestamp) is past `instant`: block timestamps are
+ * whole seconds and can trail the wall clock by a few, so the service's timer may fire while the escrow
+ * still counts the lock as running.
+ */
+async function chainPast(instant: string): Promise<void> {
+  const client = stack.service.chain!.gateway.publicClient;
+  for (;;) {
+    await client.request({ method: "evm_mine" as never, params: [] as never });
+    const latest = await client.getBlock({ blockTag: "latest" });
+    if (Number(latest.timestamp) * 1000 > Date.parse(instant)) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 /** A locked order whose payment (inside the window) is reported while the CEP portal is down. */
 async function reportedWhilePortalDown(body: Record<string, unknown> = {}): Promise<OrderDetail> {
   const order = await lockedOrder(stack);
@@ -51,7 +66,9 @@ test("the lock-expiry refund waits for a report being verified; a payment verifi
   assert.equal(deferred.data.graceEndsAt, new Date(Date.parse(order.lockExpiresAt!) + REFUND_GRACE_SECONDS * 1000).toISOString());
   assert.deepEqual(await chainTransactions(stack.service.pool, order.id), [], "no refund asked for while the report is being verified");
 
-  // The portal comes back after the lock expired, inside the grace period: the payment is verified and released.
+  // The portal comes back after the lock expired (on chain too), inside the grace period: the payment is
+  // verified and released.
+  await chainPast(order.lockExpiresAt!);
   cep().setMode("normal");
   const completed = await waitForStatus(stack, order.id, "COMPLETED", 40_000);
   const verified = completed.timeline.find((entry) => entry.event === "PAYMENT_VERIFIED")!;

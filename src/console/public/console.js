@@ -5,7 +5,7 @@
 // set as text (never as HTML).
 
 import { renderChart } from "./chart.js";
-import { ApiError, h } from "./page.js";
+import { act, ApiError, h, notify, statusTag, when } from "./page.js";
 import { ORDER_STATUSES as STATUSES } from "./orders.js";
 
 const TOKEN_KEY = "offramp.adminToken";
@@ -36,32 +36,9 @@ async function api(method, path, body) {
   return parsed;
 }
 
-const statusTag = (status) => h("span", { class: `status ${status}` }, status);
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
 const mxn = (value) => (value === null || value === undefined ? "—" : `${Number(value).toLocaleString("es-MX", { minimumFractionDigits: 2, maximumFractionDigits: 2 })} MXN`);
 const usdc = (value) => (value === null || value === undefined ? "—" : `${Number(value).toLocaleString("en-US", { maximumFractionDigits: 6 })} USDC`);
 const orderLink = (id) => h("a", { href: `#/orders/${encodeURIComponent(id)}` }, id);
-
-function notify(message, kind = "info") {
-  const notice = document.getElementById("notice");
-  notice.textContent = message;
-  notice.className = kind === "error" ? "notice error" : "notice";
-  notice.hidden = false;
-}
-
-function clearNotice() {
-  document.getElementById("notice").hidden = true;
-}
-
-/** Runs an action from a button: shows its error instead of failing silently. */
-async function act(work) {
-  try {
-    clearNotice();
-    await work();
-  } catch (error) {
-    if (error.status !== 401) notify(error.message, "error");
-  }
-}
 
 // ---------------------------------------------------------------- session
 

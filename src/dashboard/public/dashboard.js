@@ -5,7 +5,7 @@
 // API is always set as text, never as HTML. Change controls are only drawn for roles that may use them
 // (the API refuses them anyway), and carry `data-change`.
 
-import { ApiError, h } from "./page.js";
+import { act, ApiError, clearNotice, h, notify, statusTag, when } from "./page.js";
 import { ORDER_EVENT_TYPES as EVENT_TYPES, ORDER_STATUSES } from "./orders.js";
 
 const API = "/dashboard/v1";
@@ -31,32 +31,9 @@ async function api(method, path, body) {
 }
 
 const can = (role) => session && RANK[session.member.role] >= RANK[role];
-const statusTag = (status) => h("span", { class: `status ${status}` }, status);
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
 const number = (value, digits = 0) => Number(value).toLocaleString("en-US", { maximumFractionDigits: digits });
 const mxn = (value) => (value === null || value === undefined ? "unlimited" : `${Number(value).toLocaleString("es-MX", { minimumFractionDigits: 2, maximumFractionDigits: 2 })} MXN`);
 const usdc = (value) => `${Number(value).toLocaleString("en-US", { maximumFractionDigits: 6 })} USDC`;
-
-function notify(message, kind = "info") {
-  const notice = document.getElementById("notice");
-  notice.textContent = message;
-  notice.className = kind === "error" ? "notice error" : "notice";
-  notice.hidden = false;
-}
-
-function clearNotice() {
-  document.getElementById("notice").hidden = true;
-}
-
-/** Runs an action from a control: shows its error instead of failing silently. */
-async function act(work) {
-  clearNotice();
-  try {
-    await work();
-  } catch (error) {
-    if (error.status !== 401) notify(error.message, "error");
-  }
-}
 
 /** A change control: only drawn for `role` and above. */
 function changeButton(role, label, onclick, kind = "") {

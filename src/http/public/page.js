@@ -30,3 +30,31 @@ export function h(tag, attributes = {}, ...children) {
   }
   return element;
 }
+
+/** A status as a tag the stylesheet colours. */
+export const statusTag = (status) => h("span", { class: `status ${status}` }, status);
+
+/** An ISO instant in the reader's locale, or a dash. */
+export const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+
+/** Shows a message in the page's #notice. */
+export function notify(message, kind = "info") {
+  const notice = document.getElementById("notice");
+  notice.textContent = message;
+  notice.className = kind === "error" ? "notice error" : "notice";
+  notice.hidden = false;
+}
+
+export function clearNotice() {
+  document.getElementById("notice").hidden = true;
+}
+
+/** Runs an action from a control: shows its error instead of failing silently (a 401 signs out instead). */
+export async function act(work) {
+  clearNotice();
+  try {
+    await work();
+  } catch (error) {
+    if (error.status !== 401) notify(error.message, "error");
+  }
+}

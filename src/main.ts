@@ -248,6 +248,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const { config, databaseUrl, logger } = options;
   await migrate(databaseUrl, logger);
   const pool = createPool(databaseUrl, 10, logger);
+  const idempotencySessions = createPool(databaseUrl, 10, logger);
   const boss = await startJobs(databaseUrl, logger);
   // Issue 15: partner authentication and rate limiting answer from memory (no database round trip per request).
   const credentials = createPartnerCredentials({ db: pool, databaseUrl, logger });
@@ -270,7 +271,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   await startWorkers({ options, pool, boss, ports, chain, cepBaseUrl: outside.cepBaseUrl });
   chain?.consumer?.start();
 
-  const { app } = createApp({ config, pool, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }) });
+  const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }) });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");
 
@@ -293,7 +294,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       await webhooks.stop();
       await Promise.all([rateLimits.stop(), credentials.stop()]);
       await boss.stop({ graceful: true, timeout: 10_000 });
-      await pool.end();
+      await Promise.all([pool.end(), idempotencySessions.end()]);
     },
   };
 }

@@ -19,6 +19,7 @@ let stack: ChainStack;
 let pool: Pool;
 let service: { process: ChildProcess; baseUrl: string } | undefined;
 let apiKey: string;
+let partnerId: string;
 
 const spec = (): ServiceProcessSpec => ({
   env: { LOCK_WINDOW_SECONDS: "4" },
@@ -75,6 +76,7 @@ before(async () => {
   service = await startServiceProcess();
   const partner = await call("POST", "/admin/v1/partners", { name: "Crash partner", tier: "ENTERPRISE", kycModel: "PARTNER_MANAGED" }, { Authorization: `Bearer ${ADMIN_TOKEN}` });
   apiKey = String(partner.body.apiKey);
+  partnerId = String(partner.body.id);
 });
 after(async () => {
   await killService();
@@ -123,6 +125,34 @@ describe("a SIGKILL of the service in the middle of a trade", () => {
     const { rows: events } = await pool.query<{ event_type: string; sequence: number }>("SELECT event_type, sequence FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
     assert.deepEqual(events.map((event) => event.event_type), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);
     assert.deepEqual(events.map((event) => event.sequence), [1, 2, 3, 4, 5]);
+  });
+});
+
+describe("an Idempotency-Key whose request died with the service", () => {
+  test("is free for the partner's retry, which then runs the request once", async () => {
+    const body = { partnerUserRef: "idem-crash" };
+    const headers = { "X-API-Key": apiKey, "Idempotency-Key": "idem-crash-1" };
+    // Holds the partner's row as user creation locks it, so the request stops inside its handler.
+    const blocker = await pool.connect();
+    await blocker.query("BEGIN");
+    await blocker.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
+    const first = call("POST", "/api/v1/users", body, headers).catch(() => undefined);
+    await waitFor("the request waiting inside its handler", async () => {
+      const { rows } = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 FROM partners%' AND pid <> pg_backend_pid()");
+      return rows.length ? true : undefined;
+    });
+    await killService();
+    await first;
+    await blocker.query("ROLLBACK");
+    blocker.release();
+
+    service = await startServiceProcess();
+    const retry = await call("POST", "/api/v1/users", body, headers);
+    assert.equal(retry.status, 201, JSON.stringify(retry.body));
+    const replay = await call("POST", "/api/v1/users", body, headers);
+    assert.deepEqual(replay, retry);
+    const { rows } = await pool.query("SELECT count(*)::int AS n FROM users WHERE partner_id = $1 AND partner_user_ref = 'idem-crash'", [partnerId]);
+    assert.equal(rows[0].n, 1);
   });
 });
 

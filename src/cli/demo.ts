@@ -182,10 +182,13 @@ async function main(): Promise<number> {
     log(`order ${order.id} PENDING_DEPOSIT: the buyer will pay ${order.totalMxn} MXN to CLABE ${SELLER_CLABE}`);
 
     const detail = () => call<Json & { status: string }>("GET", `/api/v1/orders/${order.id}`, key);
+    // The order's statuses along the demo's path: a status is reached once the order is at it or past it
+    // (PENDING_RELEASE can last milliseconds before the release lands, too short for a poll to see).
+    const path = ["PENDING_DEPOSIT", "ACTIVE", "LOCKED", "PENDING_RELEASE", "COMPLETED"];
     const reach = async (status: string) => until(`order ${order.id} to be ${status}`, async () => {
       const current = await detail();
-      if (["EXPIRED", "REFUNDED", "DISPUTED"].includes(current.status)) throw new DemoError(`the order ended ${current.status}`);
-      return current.status === status ? current : undefined;
+      if (!path.includes(current.status)) throw new DemoError(`the order ended ${current.status}`);
+      return path.indexOf(current.status) >= path.indexOf(status) ? current : undefined;
     });
     const sandbox = <T = Json>(action: string, body: Json = {}) => call<T>("POST", `/api/v1/sandbox/orders/${order.id}/${action}`, key, body);
 

@@ -15,7 +15,7 @@ import {
   report,
   sandbox,
   signedReport,
-  waitForStatus,
+  waitForVerified,
   waitForTimeline,
   type Json,
   type OrderDetail,
@@ -144,7 +144,7 @@ describe("reporting a payment", () => {
     assert.equal(first.status, 202, JSON.stringify(first.body));
     assert.equal(second.status, 202, JSON.stringify(second.body));
     assert.deepEqual(second.body.payment, first.body.payment);
-    const verified = await waitForStatus(stack, order.id, "PENDING_RELEASE");
+    const verified = await waitForVerified(stack, order.id);
     assert.equal(verified.timeline.filter((entry) => entry.event === "PAYMENT_REPORTED").length, 1);
     assert.equal(proxy.queriesFor(trackingKey), 1, "one verification, one portal query");
     const replay = await report(stack, order.id, await signedReport(order, { trackingKey, operationDate, senderBankCode: "40002" }, BUYER));
@@ -165,7 +165,7 @@ describe("checking the CEP", { concurrency: true }, () => {
     const order = await lockedOrder(stack);
     const paid = await pay(order, { amountMxn: order.totalMxn });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    const detail = await waitForStatus(stack, order.id, "PENDING_RELEASE");
+    const detail = await waitForVerified(stack, order.id);
     assert.equal(detail.cepTrackingKey, paid.body.trackingKey);
     assert.ok(detail.cepValidatedAt);
   });
@@ -227,7 +227,7 @@ describe("checking the CEP", { concurrency: true }, () => {
     assert.equal(second.totalMxn, first.totalMxn);
     const paid = await pay(first, { paidAt: new Date(Math.max(Date.now(), Date.parse(second.lockedAt!)) + 1000).toISOString() });
     assert.equal(paid.status, 200, JSON.stringify(paid.body));
-    await waitForStatus(stack, first.id, "PENDING_RELEASE");
+    await waitForVerified(stack, first.id);
     const fields = { trackingKey: paid.body.trackingKey, operationDate: paid.body.operationDate, senderBankCode: paid.body.senderBankCode };
     const again = await report(stack, second.id, await signedReport(second, fields, 2));
     assert.equal(again.status, 202, JSON.stringify(again.body));
@@ -244,7 +244,7 @@ describe("checking the CEP", { concurrency: true }, () => {
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     await waitFor("two not-found answers", async () => (proxy.queriesFor(trackingKey) >= 2 ? true : undefined));
     recordPayment(order, { trackingKey });
-    const detail = await waitForStatus(stack, order.id, "PENDING_RELEASE");
+    const detail = await waitForVerified(stack, order.id);
     assert.equal(detail.cepTrackingKey, trackingKey);
     assert.equal(detail.timeline.some((entry) => entry.event === "PAYMENT_REJECTED"), false);
   });
@@ -266,7 +266,7 @@ describe("checking the CEP", { concurrency: true }, () => {
     const operationDate = mexicoCityDate(new Date(Math.max(Date.now(), Date.parse(order.lockedAt!))));
     const accepted = await report(stack, order.id, await signedReport(order, { trackingKey, operationDate, senderBankCode: "40002" }, BUYER));
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
-    const detail = await waitForStatus(stack, order.id, "PENDING_RELEASE");
+    const detail = await waitForVerified(stack, order.id);
     assert.ok(Date.parse(detail.cepValidatedAt!) >= availableAfter.getTime());
     assert.ok(proxy.queriesFor(trackingKey) >= 2, "asked again after 'not yet available'");
   });
@@ -283,7 +283,7 @@ describe("portal outages", () => {
         await waitFor("two attempts against the failing portal", async () => (proxy.queriesFor(paid.body.trackingKey) >= 2 ? true : undefined));
         assert.equal((await orderDetail(stack, order.id)).status, "LOCKED");
         portal.setMode("normal");
-        const detail = await waitForStatus(stack, order.id, "PENDING_RELEASE");
+        const detail = await waitForVerified(stack, order.id);
         assert.equal(detail.cepTrackingKey, paid.body.trackingKey);
       } finally {
         portal.setMode("normal");

@@ -62,6 +62,22 @@ export async function waitForStatus(stack: PaymentStack, orderId: string, status
   );
 }
 
+/**
+ * Waits until the order's payment is verified: PENDING_RELEASE, or COMPLETED already, since the release
+ * can follow the verification within milliseconds (a poll for PENDING_RELEASE alone may never see it).
+ */
+export async function waitForVerified(stack: PaymentStack, orderId: string, timeoutMs = 30_000): Promise<OrderDetail> {
+  return waitFor(
+    `order ${orderId} to have its payment verified`,
+    async () => {
+      const detail = await orderDetail(stack, orderId);
+      const verified = detail.timeline.some((entry) => entry.event === "PAYMENT_VERIFIED");
+      return verified && (detail.status === "PENDING_RELEASE" || detail.status === "COMPLETED") ? detail : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /** A new user's order of `amountUsdc` (default 20) to the test seller's CLABE, in PENDING_DEPOSIT. */
 export async function placeOrder(stack: PaymentStack, amountUsdc = 20): Promise<OrderDetail> {
   const key = stack.partner.apiKey;

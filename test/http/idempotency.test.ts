@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { assertError, assertStatus } from "../support/assertions.ts";
+import { holdUserCreation } from "../support/database.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
 // Decisions section 11: `Idempotency-Key` on the POSTs; a repeat within 24 hours with the same body
@@ -110,4 +111,43 @@ test("a key older than 24 hours no longer replays: the request is processed afre
 test("an Idempotency-Key longer than 255 characters answers VALIDATION_ERROR and creates nothing", async () => {
   assertError(await post("/users", { partnerUserRef: "idem-long" }, "k".repeat(256)), 400, "VALIDATION_ERROR");
   assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-long'"), 0);
+});
+
+test("a repeat that arrives while the first request is still running waits for it and gets its answer", async () => {
+  const key = freshKey();
+  const hold = await holdUserCreation(service.pool, partner.id);
+  const first = post("/users", { partnerUserRef: "idem-wait" }, key);
+  await hold.inHandler();
+  const repeat = post("/users", { partnerUserRef: "idem-wait" }, key);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await hold.release();
+  const [firstAnswer, repeatAnswer] = await Promise.all([first, repeat]);
+  assertStatus(firstAnswer, 201);
+  assertStatus(repeatAnswer, 201);
+  assert.deepEqual(repeatAnswer.body, firstAnswer.body);
+  assert.equal(repeatAnswer.headers.get("idempotent-replayed"), "true");
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-wait'"), 1);
+});
+
+test("a repeat still waiting after 10 seconds answers 409 IDEMPOTENCY_KEY_REUSED, and the first request still completes", async () => {
+  const key = freshKey();
+  const hold = await holdUserCreation(service.pool, partner.id);
+  const first = post("/users", { partnerUserRef: "idem-slow" }, key);
+  await hold.inHandler();
+  try {
+    const repeat = await post("/users", { partnerUserRef: "idem-slow" }, key);
+    assertError(repeat, 409, "IDEMPOTENCY_KEY_REUSED");
+    assert.match(String(repeat.body.message), /still being processed/);
+  } finally {
+    await hold.release();
+  }
+  assertStatus(await first, 201);
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-slow'"), 1);
+});
+
+test("a claim committed without an answer (left by the version that committed claims first) is taken by the next request", async () => {
+  const key = freshKey();
+  await service.pool.query("INSERT INTO idempotency_keys (partner_id, key, request_hash) VALUES ($1, $2, 'left by a killed process')", [partner.id, key]);
+  assertStatus(await post("/users", { partnerUserRef: "idem-orphan" }, key), 201);
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-orphan'"), 1);
 });

@@ -9,6 +9,7 @@ import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { createTransactionSender, recordTransactionRequest } from "../../src/chain/transaction-sender.ts";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { createLogger } from "../../src/logger.ts";
+import { holdUserCreation } from "../support/database.ts";
 import { ADMIN_TOKEN } from "../support/service.ts";
 import type { ServiceProcessSpec } from "../support/service-process.ts";
 import { SELLER_CLABE, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
@@ -132,19 +133,12 @@ describe("an Idempotency-Key whose request died with the service", () => {
   test("is free for the partner's retry, which then runs the request once", async () => {
     const body = { partnerUserRef: "idem-crash" };
     const headers = { "X-API-Key": apiKey, "Idempotency-Key": "idem-crash-1" };
-    // Holds the partner's row as user creation locks it, so the request stops inside its handler.
-    const blocker = await pool.connect();
-    await blocker.query("BEGIN");
-    await blocker.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
+    const hold = await holdUserCreation(pool, partnerId);
     const first = call("POST", "/api/v1/users", body, headers).catch(() => undefined);
-    await waitFor("the request waiting inside its handler", async () => {
-      const { rows } = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 FROM partners%' AND pid <> pg_backend_pid()");
-      return rows.length ? true : undefined;
-    });
+    await hold.inHandler();
     await killService();
     await first;
-    await blocker.query("ROLLBACK");
-    blocker.release();
+    await hold.release();
 
     service = await startServiceProcess();
     const retry = await call("POST", "/api/v1/users", body, headers);

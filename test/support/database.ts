@@ -33,3 +33,28 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
     },
   };
 }
+
+/**
+ * Holds a partner's row as user creation locks it (FOR NO KEY UPDATE), so that a `POST /users` of that
+ * partner stops inside its handler, past authentication and the Idempotency-Key claim, until `release`.
+ */
+export async function holdUserCreation(pool: pg.Pool, partnerId: string): Promise<{ inHandler: () => Promise<void>; release: () => Promise<void> }> {
+  const blocker = await pool.connect();
+  await blocker.query("BEGIN");
+  await blocker.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
+  return {
+    /** Resolves once a request waits on the held row. */
+    async inHandler() {
+      for (let tries = 0; tries < 400; tries += 1) {
+        const { rows } = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 FROM partners%' AND pid <> pg_backend_pid()");
+        if (rows.length) return;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error("no request reached its handler");
+    },
+    async release() {
+      await blocker.query("ROLLBACK");
+      blocker.release();
+    },
+  };
+}

@@ -56,8 +56,9 @@ async function claim(sessions: Pool, partnerId: string, key: string, hash: strin
     session.release();
     return { kind: "recorded", record: rows[0]! };
   } catch (error) {
-    await session.query("ROLLBACK").catch(() => undefined);
-    session.release();
+    // A session that cannot even roll back is closed rather than returned to the pool.
+    const rolledBack = await session.query("ROLLBACK").then(() => true, () => false);
+    session.release(rolledBack ? undefined : (error as Error));
     if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return { kind: "in-flight" };
     throw error;
   }

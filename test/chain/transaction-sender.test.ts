@@ -6,13 +6,13 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { encodeFunctionData, keccak256, type Hash, type Hex } from "viem";
-import { escrowAbi } from "../../src/chain/escrow-abi.ts";
+import { keccak256, type Hash, type Hex } from "viem";
 import { createEscrowGateway, type EscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { createTransactionSender, recordTransactionRequest, type TransactionSender } from "../../src/chain/transaction-sender.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { withTransaction } from "../../src/db/pool.ts";
 import { createLogger } from "../../src/logger.ts";
+import { signedCancel } from "./support/signed-cancel.ts";
 import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 
 let stack: TradeStack;
@@ -66,14 +66,7 @@ async function strangerSend(nonce?: number): Promise<Hash> {
  * signed bytes stored under it, nothing broadcast. Returns the bytes.
  */
 async function storedNotBroadcast(id: string, escrowOrderId: Hex, nonce: number): Promise<Hex> {
-  const wallet = gateway.walletClient(gateway.service);
-  const prepared = await wallet.prepareTransactionRequest({
-    to: stack.chainSettings.escrowAddress,
-    data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [escrowOrderId] }),
-    nonce,
-    chain: gateway.chain,
-  });
-  const raw = await wallet.signTransaction(prepared);
+  const raw = await signedCancel(gateway, stack.chainSettings.escrowAddress, escrowOrderId, nonce);
   const signer = gateway.service.address.toLowerCase();
   await stack.service.pool.query(
     "INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2) ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2)",

@@ -3,12 +3,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { encodeFunctionData, keccak256, type Hex } from "viem";
-import { escrowAbi } from "../../src/chain/escrow-abi.ts";
+import { keccak256, type Hex } from "viem";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { createTransactionSender, recordTransactionRequest } from "../../src/chain/transaction-sender.ts";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { createLogger } from "../../src/logger.ts";
+import { signedCancel } from "../chain/support/signed-cancel.ts";
 import { holdUserCreation } from "../support/database.ts";
 import { ADMIN_TOKEN } from "../support/service.ts";
 import type { ServiceProcessSpec } from "../support/service-process.ts";
@@ -167,15 +167,8 @@ describe("the transaction sender after a crash", () => {
     const gateway = createEscrowGateway(stack.chainSettings);
     // The state a crash leaves after the signed transaction was stored and before it was broadcast.
     const requestId = (await recordTransactionRequest(pool, { orderId: id, action: "cancel", requestKey: `${id}:test-cancel` }))!;
-    const wallet = gateway.walletClient(gateway.service);
     const nonce = await gateway.publicClient.getTransactionCount({ address: gateway.service.address, blockTag: "pending" });
-    const request = await wallet.prepareTransactionRequest({
-      to: stack.chainSettings.escrowAddress,
-      data: encodeFunctionData({ abi: escrowAbi, functionName: "cancel", args: [escrowOrderId] }),
-      nonce,
-      chain: gateway.chain,
-    });
-    const raw = await wallet.signTransaction(request);
+    const raw = await signedCancel(gateway, stack.chainSettings.escrowAddress, escrowOrderId, nonce);
     await pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, status = 'SENT' WHERE id = $1", [requestId, raw, keccak256(raw), nonce]);
 
     const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });

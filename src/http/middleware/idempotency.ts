@@ -36,8 +36,8 @@ function requestHash(ctx: Koa.ParameterizedContext<AppState>): string {
 async function claim(sessions: Pool, partnerId: string, key: string, hash: string): Promise<Claim> {
   const session = await sessions.connect();
   try {
-    await session.query("BEGIN");
-    await session.query(`SET LOCAL lock_timeout = '${CLAIM_LOCK_TIMEOUT}'`);
+    // One round trip for both (a parameterless query may hold several statements).
+    await session.query(`BEGIN; SET LOCAL lock_timeout = '${CLAIM_LOCK_TIMEOUT}'`);
     const claimed = await session.query(
       `INSERT INTO idempotency_keys (partner_id, key, request_hash) VALUES ($1, $2, $3)
        ON CONFLICT (partner_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, response_status = NULL,

@@ -26,9 +26,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const smallCount = 1_000;
   const durationSeconds = quick ? 3 : 10;
   const warmupSeconds = quick ? 1 : 2;
-  const limits = { requestsPerMinute: 100000 };
-  const big = await stack.createPartner({ name: "List bench (large)", limits });
-  const small = await stack.createPartner({ name: "List bench (small)", limits });
+  const big = await stack.createPartner({ name: "List bench (large)" });
+  const small = await stack.createPartner({ name: "List bench (small)" });
   await ensureUser(stack, small, "list-template");
   const template = await quoteAndOrder(stack, small, "list-template", 25);
 

@@ -32,7 +32,7 @@ async function sampleRss(stack: BenchStack, settleMs: number, samples: number): 
 async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
   const settleMs = quick ? 2_000 : 5_000;
   const samples = quick ? 3 : 5;
-  const partner = await stack.createPartner({ name: "Memory bench", limits: { requestsPerMinute: 100000 } });
+  const partner = await stack.createPartner({ name: "Memory bench" });
 
   // A fresh process, warmed up: the idle reference (its warm-up order is the bulk rows' template).
   await stack.restartService();

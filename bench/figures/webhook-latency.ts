@@ -54,7 +54,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const timeBudgetMs = quick ? 30_000 : 150_000;
   const { chainSettings } = stack.chain;
   const rpc = rpcClient(chainSettings.rpcUrl);
-  const partner = await stack.createPartner({ name: "Webhook latency bench", limits: { requestsPerMinute: 100000 } });
+  const partner = await stack.createPartner({ name: "Webhook latency bench" });
   await ensureUser(stack, partner, "latency-seller");
   const seller = await fundedSeller(rpc, chainSettings.chainId, chainSettings.usdcAddress, chainSettings.escrowAddress, 1_000_000n * 10n ** 6n);
   const buyer = await fastWallet(rpc, chainSettings.chainId, `0x${randomBytes(32).toString("hex")}`);

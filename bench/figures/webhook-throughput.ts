@@ -76,7 +76,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const targetSeconds = quick ? 5 : 15;
   const [minBurst, maxBurst] = quick ? [40, 600] : [100, 3_000];
   const windowMs = quick ? 15_000 : 30_000;
-  const partner = await stack.createPartner({ name: "Webhook throughput bench", limits: { requestsPerMinute: 100000 } });
+  const partner = await stack.createPartner({ name: "Webhook throughput bench" });
 
   // A real order is the bulk rows' template; its order.created is a real delivery whose signed
   // headers and body the reference replays.

@@ -37,6 +37,52 @@ export interface HammerResult {
   timeouts: number;
 }
 
+/**
+ * A measured run in which some requests were refused or failed (decisions 14: such a figure is
+ * reported as failed with its first errors, never as a number). The bench's runner catches it and
+ * records the figure as failed with this message.
+ */
+export class RefusedRequestsError extends Error {
+  constructor(what: string, detail: string) {
+    super(`${what}: ${detail}`);
+    this.name = "RefusedRequestsError";
+  }
+}
+
+/** "429 x 120, 503 x 2" from autocannon's per-status counts. */
+function nonSuccessStatuses(result: autocannon.Result): string {
+  const stats = (result as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {};
+  return Object.entries(stats)
+    .filter(([status]) => !status.startsWith("2"))
+    .map(([status, { count }]) => `${status} x ${count}`)
+    .join(", ");
+}
+
+/** One request like the load's, to show what a refused request was answered (the first error's body). */
+async function sampleAnswer(options: HammerOptions): Promise<string> {
+  try {
+    const response = await fetch(options.url, {
+      method: options.method ?? "GET",
+      headers: options.headers ?? {},
+      ...(options.body !== undefined ? { body: options.body } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return `a request sent after it: ${response.status} ${(await response.text()).slice(0, 300)}`;
+  } catch (error) {
+    return `a request sent after it failed: ${(error as Error).message}`;
+  }
+}
+
+/** Throws RefusedRequestsError unless every request of the run got a 2xx answer. */
+async function requireAllAnswered(options: HammerOptions, result: autocannon.Result, phase: string): Promise<void> {
+  if (result.non2xx === 0 && result.errors === 0 && result.timeouts === 0) return;
+  const statuses = nonSuccessStatuses(result);
+  throw new RefusedRequestsError(
+    `${options.method ?? "GET"} ${new URL(options.url).pathname} (${phase})`,
+    `${result.non2xx} non-2xx${statuses ? ` (${statuses})` : ""}, ${result.errors} errors, ${result.timeouts} timeouts of ${result.requests.total + result.errors}; ${await sampleAnswer(options)}`,
+  );
+}
+
 const autocannonCli = createRequire(import.meta.url).resolve("autocannon/autocannon.js");
 
 async function once(options: HammerOptions, seconds: number): Promise<autocannon.Result> {
@@ -60,10 +106,17 @@ async function once(options: HammerOptions, seconds: number): Promise<autocannon
   });
 }
 
-/** Warm-up then one measured autocannon run. */
-export async function hammer(options: HammerOptions): Promise<HammerResult> {
-  if (options.warmupSeconds > 0) await once(options, options.warmupSeconds);
+/**
+ * Warm-up then one measured autocannon run. Any refused or failed request, in the warm-up too, throws
+ * RefusedRequestsError unless `allowFailures` (a receiver's raw capacity, say, where a refusal is data).
+ */
+export async function hammer(options: HammerOptions & { allowFailures?: boolean }): Promise<HammerResult> {
+  if (options.warmupSeconds > 0) {
+    const warmup = await once(options, options.warmupSeconds);
+    if (!options.allowFailures) await requireAllAnswered(options, warmup, "warm-up");
+  }
   const result = await once(options, options.durationSeconds);
+  if (!options.allowFailures) await requireAllAnswered(options, result, "measured run");
   const seconds = result.duration > 0 ? result.duration : options.durationSeconds;
   return {
     connections: options.connections,
@@ -105,20 +158,26 @@ export interface ClosedLoopResult {
 /**
  * Runs `unit(worker, index)` from `concurrency` workers until the time or count bound; returns
  * completed units per second over the measured span and each unit's latency. A failed unit counts as
- * a failure (not in the latencies); three failures in a row stop its worker.
+ * a failure (not in the latencies); three failures in a row stop its worker. A figure that reports
+ * the result as a number calls `requireNoFailures` on it first.
  */
 export async function closedLoop(options: ClosedLoopOptions, unit: (worker: number, index: number) => Promise<void>): Promise<ClosedLoopResult> {
+  const latencies: number[] = [];
+  const errors: string[] = [];
+  let failures = 0;
   const warmup = options.warmupUnits ?? 0;
   if (warmup > 0) {
     await Promise.all(
       Array.from({ length: options.concurrency }, async (_, worker) => {
-        for (let i = 0; i < warmup; i += 1) await unit(worker, -1 - i).catch(() => undefined);
+        for (let i = 0; i < warmup; i += 1) {
+          await unit(worker, -1 - i).catch((error: Error) => {
+            failures += 1;
+            if (errors.length < 5) errors.push(`warm-up: ${error.message.slice(0, 300)}`);
+          });
+        }
       }),
     );
   }
-  const latencies: number[] = [];
-  const errors: string[] = [];
-  let failures = 0;
   let started = 0;
   let lastCompleted = 0;
   const start = nowMs();
@@ -154,4 +213,10 @@ export async function closedLoop(options: ClosedLoopOptions, unit: (worker: numb
     latencyMs: summarize(latencies),
     firstErrors: errors,
   };
+}
+
+/** Throws RefusedRequestsError with the first errors when any unit of the run failed. */
+export function requireNoFailures(what: string, result: ClosedLoopResult): void {
+  if (result.failures === 0) return;
+  throw new RefusedRequestsError(what, `${result.failures} of ${result.failures + result.units} failed; first errors: ${result.firstErrors.join(" | ")}`);
 }

@@ -53,16 +53,65 @@ const PUBLIC_HEX_FIELD = /(hash|id)$/;
 const CENSOR = "[redacted]";
 const MAX_DEPTH = 8;
 
+/**
+ * Logged text is cut to this many characters before any pattern runs on it (decisions 19: bounded work
+ * per request), with a marker saying how long it was. A request path, header or body field is the
+ * caller's, up to 16 KB and more: the patterns below are linear, and the cut bounds even that.
+ */
+export const MAX_LOGGED_CHARS = 2048;
+/** An error's stack is cut longer: its frames are ours, and they are what an operator reads. */
+const MAX_LOGGED_STACK_CHARS = 8192;
+/**
+ * A cut can fall inside a secret and leave a prefix too short for its pattern (`0x` and 60 hex digits):
+ * the cut moves back over the unbroken run it falls in, at most this far (longer than any secret here).
+ */
+const CUT_BACKTRACK = 100;
+
+/** `text`, or its first `maxChars` characters (less the run a secret may straddle) and the marker to append after redaction. */
+function cutText(text: string, maxChars: number): { head: string; marker: string } {
+  if (text.length <= maxChars) return { head: text, marker: "" };
+  let end = maxChars;
+  const floor = maxChars - CUT_BACKTRACK;
+  while (end > floor && !/\s/.test(text[end - 1]!)) end -= 1;
+  return { head: text.slice(0, end), marker: `…[cut: ${text.length} chars]` };
+}
+
+// Every pattern below is linear in its input: no nested or overlapping quantifiers, and each starts at a
+// fixed literal or the start of a run, so a failed match is given up after one scan of its run. (The
+// `name=value` pattern they replace, `\b[\w-]*(?:token|…)[\w-]*=`, took cubic time on `token-token-…`:
+// a 12 KB request path blocked the event loop for 21 s.)
+
 /** Secrets recognisable by their form wherever they appear in text: our own key, secret and token formats. */
 const SECRET_PATTERNS: [RegExp, string][] = [
   [/\b(ofrk|whsec|mks)_[0-9a-f]{16,}\b/g, `$1_${CENSOR}`],
-  // Credentials inside URLs: user:password@, and key-bearing query parameters.
-  [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]*@/gi, `$1${CENSOR}@`],
+  // Credentials inside URLs: the user:password@ after any scheme's `://` (the user part holds no `/`).
+  [/:\/\/[^\s/?#@]*@/g, `://${CENSOR}@`],
   [/([?&](?:api[-_]?key|apikey|key|token|access[-_]?token|secret|password|auth|sig|signature)=)[^&#\s"']*/gi, `$1${CENSOR}`],
-  // Bearer credentials and cookies written into text (an Authorization or Cookie header in a message).
+  // Bearer credentials written into text (an Authorization header in a message).
   [/\b(Bearer\s+)[^\s"',;]+/gi, `$1${CENSOR}`],
-  [/\b([\w-]*(?:session|token|sid|secret|password|offramp_dashboard)[\w-]*=)[^\s"';&]+/gi, `$1${CENSOR}`],
 ];
+
+/** Cookies and assignments written into text (`session=…`, `x-auth-token=…`): a name, `=`, a value. */
+const ASSIGNMENT_NAME = /(?<![\w-])[\w-]+=/g;
+const ASSIGNMENT_VALUE = /[^\s"';&]+/y;
+const SECRET_NAME_PARTS = ["session", "token", "sid", "secret", "password", "offramp_dashboard"];
+
+/** Rewrites the value of each `name=value` whose name holds a secret word; one pass over the text. */
+function redactAssignments(text: string): string {
+  let result = "";
+  let copied = 0;
+  ASSIGNMENT_NAME.lastIndex = 0;
+  for (let match = ASSIGNMENT_NAME.exec(text); match; match = ASSIGNMENT_NAME.exec(text)) {
+    const name = match[0].toLowerCase();
+    if (!SECRET_NAME_PARTS.some((part) => name.includes(part))) continue;
+    ASSIGNMENT_VALUE.lastIndex = ASSIGNMENT_NAME.lastIndex;
+    if (!ASSIGNMENT_VALUE.exec(text)) continue;
+    result += `${text.slice(copied, ASSIGNMENT_NAME.lastIndex)}${CENSOR}`;
+    copied = ASSIGNMENT_VALUE.lastIndex;
+    ASSIGNMENT_NAME.lastIndex = copied;
+  }
+  return copied === 0 ? text : result + text.slice(copied);
+}
 
 /** A 32-byte hex value: a private key looks like this, and so do transaction hashes and escrow order ids. */
 const HEX_32_BYTES = /\b0x[0-9a-fA-F]{64}\b/g;
@@ -70,23 +119,33 @@ const HEX_32_BYTES = /\b0x[0-9a-fA-F]{64}\b/g;
 /**
  * An RPC provider's key often is a URL path segment (`https://rpc.example/v2/<key>`): opaque segments go,
  * those of 20 characters or more and shorter ones (8 or more) that mix letters and digits; words stay.
+ * Segments are split by code, so each is looked at once.
  */
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s"'<>]+/gi;
-const OPAQUE_SEGMENT = /\/(?!0x)(?:[A-Za-z0-9_-]{20,}|(?=[A-Za-z_-]*\d)(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]{8,})(?=[/?#]|$)/g;
+const OPAQUE_SEGMENT = /^(?!0x)(?:[A-Za-z0-9_-]{20,}|(?=[A-Za-z_-]*\d)(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]{8,})$/;
+
+function redactUrlPath(url: string): string {
+  const [beforeQuery, ...rest] = url.split(/(?=[?#])/);
+  const [scheme, , ...segments] = beforeQuery!.split("/");
+  const kept = segments.map((segment, index) => (index > 0 && OPAQUE_SEGMENT.test(segment) ? CENSOR : segment));
+  return [[scheme, "", ...kept].join("/"), ...rest].join("");
+}
 
 /**
- * Text with secrets rewritten. In free text a 32-byte hex value is taken for a private key; a field
- * named for a public value (`txHash`, `escrowOrderId`) keeps it (`keepHex`).
+ * Text with secrets rewritten, cut to `maxChars` first. In free text a 32-byte hex value is taken
+ * for a private key; a field named for a public value (`txHash`, `escrowOrderId`) keeps it (`keepHex`).
  */
-export function redactText(text: string, keepHex = false): string {
-  let result = text.replace(URL_IN_TEXT, (url) => url.replace(OPAQUE_SEGMENT, `/${CENSOR}`));
+export function redactText(text: string, keepHex = false, maxChars = MAX_LOGGED_CHARS): string {
+  const { head, marker } = cutText(text, maxChars);
+  let result = head.replace(URL_IN_TEXT, redactUrlPath);
   for (const [pattern, replacement] of SECRET_PATTERNS) result = result.replace(pattern, replacement);
-  return keepHex ? result : result.replace(HEX_32_BYTES, `0x${CENSOR}`);
+  result = redactAssignments(result);
+  return (keepHex ? result : result.replace(HEX_32_BYTES, `0x${CENSOR}`)) + marker;
 }
 
 /** A copy of a log object with secret fields censored and secret-looking text rewritten. */
 export function redactValue(value: unknown, depth = 0, field = ""): unknown {
-  if (typeof value === "string") return redactText(value, PUBLIC_HEX_FIELD.test(field));
+  if (typeof value === "string") return redactText(value, PUBLIC_HEX_FIELD.test(field), field === "stack" ? MAX_LOGGED_STACK_CHARS : MAX_LOGGED_CHARS);
   if (value === null || typeof value !== "object" || depth > MAX_DEPTH) return value;
   if (value instanceof Error) return redactValue(pino.stdSerializers.err(value), depth + 1);
   if (Array.isArray(value)) return value.map((item) => redactValue(item, depth + 1, field));

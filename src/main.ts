@@ -1,4 +1,4 @@
-import http from "node:http";
+import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
@@ -10,6 +10,7 @@ import { dashboardModule } from "./dashboard/module.ts";
 import { migrate } from "./db/migrate.ts";
 import { createPool, type Pool } from "./db/pool.ts";
 import { loadSanctionsList, type SanctionsList } from "./domain/sanctions.ts";
+import { createHttpServer } from "./http/server.ts";
 import { createApp, type Surface } from "./http/app.ts";
 import { createBanxicoSieClient } from "./integrations/banxico-sie.ts";
 import { createCepPortalClient } from "./integrations/cep-portal.ts";
@@ -260,8 +261,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   });
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 
-  const server = http.createServer();
-  server.keepAliveTimeout = 5_000;
+  const server = createHttpServer();
   const baseUrl = await listen(server, config.port, config.host);
   const outside = await outsideServices(config, pool, logger, baseUrl);
 

@@ -102,10 +102,16 @@ export async function buyerStanding(db: Queryable, policy: BuyerPolicy, buyer: B
          FROM orders WHERE lower(buyer_wallet) = $1`,
       [buyer.wallet, OPEN_LOCK_STATUSES, mexicoPeriodStart("month", now)],
     ),
-    // Expiries that can still matter: their 7 days of suspension, or the 30 days they count in.
+    // Expiries that can still matter: their 7 days of suspension, or the 30 days they count in. A dispute
+    // the buyer opened and lost (resolved SELLER) counts as an expiry at its resolution (decisions 17):
+    // otherwise disputing would hold a lock, and the seller's CLABE, past its window without a count.
     db.query<{ at: Date }>(
-      `SELECT t.created_at AS at FROM orders o JOIN order_timeline t ON t.order_id = o.id AND t.event = 'LOCK_EXPIRED'
-        WHERE lower(o.buyer_wallet) = $1 AND t.created_at > $2 AND t.created_at > coalesce($3, '-infinity'::timestamptz)`,
+      `SELECT t.created_at AS at FROM orders o JOIN order_timeline t ON t.order_id = o.id
+        WHERE lower(o.buyer_wallet) = $1 AND t.created_at > $2 AND t.created_at > coalesce($3, '-infinity'::timestamptz)
+          AND (t.event = 'LOCK_EXPIRED'
+               OR (t.event = 'DISPUTE_RESOLVED' AND t.data->>'outcome' = 'SELLER'
+                   AND (SELECT d.data->>'openedBy' FROM order_timeline d
+                         WHERE d.order_id = o.id AND d.event = 'DISPUTED' AND d.seq < t.seq ORDER BY d.seq DESC LIMIT 1) = 'BUYER'))`,
       [buyer.wallet, new Date(now.getTime() - (EXPIRED_LOCKS_WINDOW_DAYS + SUSPENSION_DAYS) * DAY_MS), buyer.reinstated_at],
     ),
   ]);

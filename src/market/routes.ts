@@ -144,9 +144,10 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       path: "/me/kyc",
       tag: "Buyer",
       summary: "Start a KYC session for the buyer (the same provider and rules as users')",
+      description: "Each is a paid session at the provider: at most 3 a buyer in 24 hours (the 4th: 429 RATE_LIMITED with Retry-After).",
       body: kycSessionBodySchema,
       responses: { 201: { description: "{ sessionId, sessionUrl }" } },
-      errors: ["VALIDATION_ERROR", "KYC_SESSION_FAILED"],
+      errors: ["VALIDATION_ERROR", "KYC_SESSION_FAILED", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
       checkReturnUrl(body.returnUrl, deps.sandbox);

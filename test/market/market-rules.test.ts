@@ -56,6 +56,12 @@ async function listed(options: { amountUsdc?: number; feePercent?: number; ref?:
   return order;
 }
 
+/** The order locked by `buyer` at `at` (a block's timestamp), its lock ending in an hour. */
+async function locked(orderId: string, buyer: string, at: string) {
+  const result = await apply(orderId, { type: "LOCKED", txHash: `0x${randomBytes(32).toString("hex")}`, buyer, lockExpiresAt: new Date(Date.now() + HOUR).toISOString(), at });
+  assert.equal(result.status, "LOCKED");
+}
+
 test("the order book needs no token and never shows the CLABE, the partner or the user", async () => {
   const ref = `seller-${randomBytes(6).toString("hex")}`;
   const order = await listed({ ref });
@@ -92,4 +98,66 @@ test("receiveAmount is the escrow's arithmetic: the fee in token units rounded d
   const book = await market<{ orders: Json[] }>(stack(), "GET", "/orders?limit=100", { token: await sessionFor(newWallet()) });
   const item = book.body.orders.find((entry) => entry.escrowOrderId === order.escrowOrderId)!;
   assert.deepEqual([item.amount, item.receiveAmount], [12.345679, 11.111112]);
+});
+
+test("GET /trades lists locks made in the same second in the chain's order, the latest first", async () => {
+  const buyer = newWallet();
+  const token = await sessionFor(buyer);
+  const orders = [];
+  for (let i = 0; i < 6; i++) orders.push(await listed());
+  // One block: six Locked logs with one timestamp, applied in log order as the indexer reads them.
+  const second = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
+  for (const order of orders) await locked(order.id, buyer, second);
+  const trades = await market<{ trades: Json[] }>(stack(), "GET", "/trades", { token });
+  assert.equal(trades.status, 200);
+  assert.deepEqual(
+    trades.body.trades.map((trade) => trade.escrowOrderId),
+    orders.map((order) => order.escrowOrderId).reverse(),
+  );
+});
+
+test("a dispute the buyer opened and lost counts as an expired lock: two suspend; the seller's disputes and won ones do not count", async () => {
+  const buyer = newWallet();
+  const token = await sessionFor(buyer);
+  const now = () => new Date().toISOString();
+  const dispute = async (byBuyer: boolean, outcome: "SELLER" | "BUYER") => {
+    const order = await listed();
+    await locked(order.id, buyer, now());
+    await apply(order.id, { type: "DISPUTE_OPENED", txHash: "0xd1", openedBy: byBuyer ? buyer : newWallet(), byBuyer, at: now() });
+    const resolved = await apply(order.id, { type: "DISPUTE_RESOLVED", txHash: "0xd2", outcome, newLockExpiresAt: null, at: now() });
+    assert.ok(resolved.changed);
+  };
+  const me = async () => (await market(stack(), "GET", "/me", { token })).body;
+
+  await dispute(false, "SELLER");
+  await dispute(true, "BUYER");
+  assert.deepEqual([(await me()).expiredLocks30d, (await me()).status], [0, "ACTIVE"]);
+  await dispute(true, "SELLER");
+  assert.deepEqual([(await me()).expiredLocks30d, (await me()).status], [1, "ACTIVE"]);
+  await dispute(true, "SELLER");
+  const suspended = await me();
+  assert.deepEqual([suspended.expiredLocks30d, suspended.status], [2, "SUSPENDED"]);
+  const order = await listed();
+  const permit = await market(stack(), "POST", `/orders/${order.escrowOrderId}/lock-permit`, { token });
+  assert.deepEqual([permit.status, permit.body.error], [403, "BUYER_SUSPENDED"]);
+
+  // An operator's reinstatement forgives the lost disputes before it.
+  const reinstated = await service.admin("PATCH", `/buyers/${buyer}`, { status: "ACTIVE" });
+  assert.deepEqual([reinstated.status, reinstated.body.expiredLocks30d, reinstated.body.status], [200, 0, "ACTIVE"]);
+});
+
+test("a buyer starts at most 3 KYC sessions a day: the 4th is 429 RATE_LIMITED with Retry-After, and starts no provider session", async () => {
+  const buyer = newWallet();
+  const token = await sessionFor(buyer);
+  const start = () => market(stack(), "POST", "/me/kyc", { token, body: { level: "BASIC", returnUrl: "http://localhost/back" } });
+  for (let i = 0; i < 3; i++) assert.equal((await start()).status, 201);
+  const fourth = await start();
+  assert.deepEqual([fourth.status, fourth.body.error], [429, "RATE_LIMITED"]);
+  const retryAfter = Number(fourth.headers.get("retry-after"));
+  assert.ok(retryAfter > 23 * 3600 && retryAfter <= 24 * 3600, `Retry-After ${retryAfter}`);
+  const { rows } = await service.pool.query<{ n: string }>("SELECT count(*) AS n FROM buyer_kyc_sessions WHERE wallet = $1", [buyer]);
+  assert.equal(Number(rows[0]!.n), 3);
+  // Another buyer is not affected.
+  const other = await sessionFor(newWallet());
+  assert.equal((await market(stack(), "POST", "/me/kyc", { token: other, body: { level: "BASIC", returnUrl: "http://localhost/back" } })).status, 201);
 });

@@ -166,7 +166,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       summary: "A lock permit for this wallet: the service's EIP-712 LockPermit(orderId, buyer, deadline), valid 2 minutes",
       description:
         "The buyer's wallet then calls the escrow's `lock(permit, signature)`. Refusals, in order: NOT_FOUND, ORDER_NOT_AVAILABLE (not ACTIVE, listing expired, " +
-        "the buyer is the seller), BUYER_SUSPENDED, USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month reaches 50,000 MXN), LOCK_LIMIT_REACHED " +
+        "the buyer is the seller), BUYER_SUSPENDED, USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month: completed trades, open locks and permits, and this order, reaches 50,000 MXN), LOCK_LIMIT_REACHED " +
         "(BUYER_MAX_OPEN_LOCKS open locks and unexpired permits for other orders).",
       responses: { 201: { description: "{ permit: { orderId, buyer, deadline }, signature, escrowAddress, chainId }" } },
       errors: ["NOT_FOUND", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "USER_SANCTIONED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],

@@ -68,6 +68,8 @@ export interface BuyerStanding {
   status: "ACTIVE" | "SUSPENDED";
   suspendedUntil: Date | null;
   openLocks: number;
+  /** The totalMxn of the open locks: pesos the buyer has yet to pay, counted in its month for KYC. */
+  openLocksMxn: string;
   completedTrades: number;
   expiredLocks30d: number;
   monthlyVolumeMxn: string;
@@ -95,17 +97,24 @@ export function suspensionFromExpiries(expiries: Date[], maxExpiredLocks: number
 /** A buyer's standing now: counts from the orders it locked, suspension from its lock expiries and the operators. */
 export async function buyerStanding(db: Queryable, policy: BuyerPolicy, buyer: BuyerRow, now = new Date()): Promise<BuyerStanding> {
   const [counts, expiries] = await Promise.all([
-    db.query<{ open: string; completed: string; monthly: string }>(
+    db.query<{ open: string; open_mxn: string; completed: string; monthly: string }>(
       `SELECT count(*) FILTER (WHERE status = ANY($2)) AS open,
+              coalesce(sum(total_mxn) FILTER (WHERE status = ANY($2)), 0) AS open_mxn,
               count(*) FILTER (WHERE status = 'COMPLETED') AS completed,
               coalesce(sum(total_mxn) FILTER (WHERE status = 'COMPLETED' AND completed_at >= $3), 0) AS monthly
          FROM orders WHERE lower(buyer_wallet) = $1`,
       [buyer.wallet, OPEN_LOCK_STATUSES, mexicoPeriodStart("month", now)],
     ),
-    // Expiries that can still matter: their 7 days of suspension, or the 30 days they count in.
+    // Expiries that can still matter: their 7 days of suspension, or the 30 days they count in. A dispute
+    // the buyer opened and lost (resolved SELLER) counts as an expiry at its resolution (decisions 17):
+    // otherwise disputing would hold a lock, and the seller's CLABE, past its window without a count.
     db.query<{ at: Date }>(
-      `SELECT t.created_at AS at FROM orders o JOIN order_timeline t ON t.order_id = o.id AND t.event = 'LOCK_EXPIRED'
-        WHERE lower(o.buyer_wallet) = $1 AND t.created_at > $2 AND t.created_at > coalesce($3, '-infinity'::timestamptz)`,
+      `SELECT t.created_at AS at FROM orders o JOIN order_timeline t ON t.order_id = o.id
+        WHERE lower(o.buyer_wallet) = $1 AND t.created_at > $2 AND t.created_at > coalesce($3, '-infinity'::timestamptz)
+          AND (t.event = 'LOCK_EXPIRED'
+               OR (t.event = 'DISPUTE_RESOLVED' AND t.data->>'outcome' = 'SELLER'
+                   AND (SELECT d.data->>'openedBy' FROM order_timeline d
+                         WHERE d.order_id = o.id AND d.event = 'DISPUTED' AND d.seq < t.seq ORDER BY d.seq DESC LIMIT 1) = 'BUYER'))`,
       [buyer.wallet, new Date(now.getTime() - (EXPIRED_LOCKS_WINDOW_DAYS + SUSPENSION_DAYS) * DAY_MS), buyer.reinstated_at],
     ),
   ]);
@@ -119,6 +128,7 @@ export async function buyerStanding(db: Queryable, policy: BuyerPolicy, buyer: B
     status: suspendedUntil ? "SUSPENDED" : "ACTIVE",
     suspendedUntil,
     openLocks: Number(row.open),
+    openLocksMxn: row.open_mxn,
     completedTrades: Number(row.completed),
     expiredLocks30d: times.filter((at) => at.getTime() > now.getTime() - EXPIRED_LOCKS_WINDOW_DAYS * DAY_MS).length,
     monthlyVolumeMxn: row.monthly,
@@ -167,7 +177,12 @@ export async function listBuyers(db: Queryable, page: { limit: number; offset: n
   return { rows, total: Number(count.rows[0]!.n) };
 }
 
-/** The level a buyer must hold to lock: BASIC, FULL once the month's completed volume reaches 50,000 MXN (decisions 17). */
-export function requiredBuyerLevel(monthlyVolumeMxn: string): KycLevel {
-  return money(monthlyVolumeMxn).greaterThanOrEqualTo(FULL_THRESHOLD_MXN) ? "FULL" : "BASIC";
+/**
+ * The level a buyer must hold to lock (decisions 17): BASIC, FULL once its month reaches 50,000 MXN. The
+ * month is what the buyer completed in it, what it holds open and what it asks to lock now (`amountsMxn`),
+ * so a BASIC buyer cannot hold large locks before any volume completes.
+ */
+export function requiredBuyerLevel(...amountsMxn: string[]): KycLevel {
+  const month = amountsMxn.reduce((sum, amount) => sum.plus(amount), money(0));
+  return month.greaterThanOrEqualTo(FULL_THRESHOLD_MXN) ? "FULL" : "BASIC";
 }

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
-import { KycSessionFailedError } from "../domain/errors.ts";
+import { KycSessionFailedError, RateLimitedError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import type { KycLevel } from "../domain/kyc.ts";
 import { KycProviderError, type KycDecision, type KycProviderClient } from "../integrations/kyc-provider.ts";
@@ -12,19 +12,37 @@ import { normaliseWallet } from "./buyers.ts";
 // level ever approved) or REJECTED. The provider's signed callback reaches the one callback route;
 // sessions it does not find among partners' users are looked up here (src/kyc/callbacks.ts).
 
-/** Starts a hosted session for the buyer; KYC_SESSION_FAILED when the provider fails (nothing recorded as pending). */
+/**
+ * Provider sessions a buyer may start in 24 hours (decisions 17): each is a paid session at the provider.
+ * Sessions the provider failed to create (FAILED) cost nothing and do not count.
+ */
+export const BUYER_KYC_SESSIONS_PER_DAY = 3;
+
+function kycSessionsExhausted(oldestCounted: Date): InstanceType<typeof RateLimitedError> {
+  const retryAfter = Math.max(1, Math.ceil((oldestCounted.getTime() + 86_400_000 - Date.now()) / 1000));
+  const error = new RateLimitedError(retryAfter);
+  error.message = `A buyer starts at most ${BUYER_KYC_SESSIONS_PER_DAY} KYC sessions a day; retry after ${retryAfter} s`;
+  return error;
+}
+
+/** Starts a hosted session for the buyer; KYC_SESSION_FAILED when the provider fails (nothing recorded as pending); RATE_LIMITED past the daily cap. */
 export async function startBuyerKycSession(
   deps: { pool: Pool; provider: Pick<KycProviderClient, "createSession">; logger?: Logger },
   input: { wallet: string; level: KycLevel; returnUrl: string },
 ): Promise<{ sessionId: string; sessionUrl: string }> {
   const wallet = normaliseWallet(input.wallet);
   const id = newId("kyc");
-  await deps.pool.query("INSERT INTO buyer_kyc_sessions (id, wallet, level, status, return_url) VALUES ($1, $2, $3, 'CREATING', $4)", [
-    id,
-    wallet,
-    input.level,
-    input.returnUrl,
-  ]);
+  await withTransaction(deps.pool, async (tx) => {
+    // Counted and recorded under a per-buyer lock, so concurrent requests cannot pass the cap together.
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext('buyer-kyc:' || $1))", [wallet]);
+    const { rows } = await tx.query<{ oldest: Date }>(
+      `SELECT created_at AS oldest FROM buyer_kyc_sessions WHERE wallet = $1 AND status <> 'FAILED' AND created_at > now() - interval '1 day'
+        ORDER BY created_at DESC OFFSET $2 - 1 LIMIT 1`,
+      [wallet, BUYER_KYC_SESSIONS_PER_DAY],
+    );
+    if (rows[0]) throw kycSessionsExhausted(rows[0].oldest);
+    await tx.query("INSERT INTO buyer_kyc_sessions (id, wallet, level, status, return_url) VALUES ($1, $2, $3, 'CREATING', $4)", [id, wallet, input.level, input.returnUrl]);
+  });
   let created: { sessionId: string; sessionUrl: string };
   try {
     created = await deps.provider.createSession({ userId: wallet, level: input.level, returnUrl: input.returnUrl });

@@ -15,7 +15,7 @@ import { buyerSessionGuard } from "./auth.ts";
 import type { BuyerPolicy } from "./buyers.ts";
 import { marketPageRouter } from "./page.ts";
 import { createPermitIssuer, type PermitIssuer } from "./permits.ts";
-import { MARKET_PREFIX, marketRoutes, signInRateLimit, type MarketRouteDeps } from "./routes.ts";
+import { bookRateLimit, MARKET_PREFIX, marketRoutes, orderBookRoutes, signInRateLimit, type MarketRouteDeps } from "./routes.ts";
 
 export function buyerPolicy(config: Config): BuyerPolicy {
   return { maxOpenLocks: config.buyerMaxOpenLocks, maxExpiredLocks: config.buyerMaxExpiredLocks, sandbox: config.sandbox };
@@ -50,6 +50,7 @@ export function marketModule(deps: {
   const { config, pool } = deps;
   const policy = buyerPolicy(config);
   const open = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [signInRateLimit(pool)] });
+  const book = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [bookRateLimit(pool)] });
   const market = new RouteGroup({ prefix: MARKET_PREFIX, security: "bearer", guards: [buyerSessionGuard(pool)] });
   const routeDeps = {
     pool,
@@ -63,19 +64,25 @@ export function marketModule(deps: {
     indexerSchema: deps.indexerSchema,
   };
   marketRoutes(open, market, routeDeps);
+  orderBookRoutes(book, routeDeps);
   deps.sandboxRoutes?.(market, routeDeps);
 
-  const document = buildOpenApiDocument({ title: "Offramp market API", version: "1.0.0", serverUrl: MARKET_PREFIX, groups: [open, market] });
+  const document = buildOpenApiDocument({ title: "Offramp market API", version: "1.0.0", serverUrl: MARKET_PREFIX, groups: [open, book, market] });
   // The bearer scheme here is the buyer's session token, not the admin token: named for what it is.
   const named = JSON.parse(JSON.stringify(document).replaceAll('"adminToken"', '"marketSession"')) as typeof document;
   named.components.securitySchemes = { marketSession: { type: "http", scheme: "bearer", description: "mks_ token from POST /auth/session" } } as never;
 
-  // Sign-in routes first, without a fallback of their own; then the session-guarded routes and the
-  // guarded fallback, so any other path under /market/v1 answers 401 without a session.
+  // Sign-in routes and the public book first, without a fallback of their own; then the session-guarded
+  // routes and the guarded fallback, so any other path under /market/v1 answers 401 without a session.
   const openRoutes = open.router.routes() as Koa.Middleware<AppState>;
+  const bookRoutes = book.router.routes() as Koa.Middleware<AppState>;
   const guarded = market.middleware();
   return {
-    api: { documentUrl: `${MARKET_PREFIX}/openapi.json`, document: named, middleware: (ctx, next) => openRoutes(ctx, () => guarded(ctx, next)) },
+    api: {
+      documentUrl: `${MARKET_PREFIX}/openapi.json`,
+      document: named,
+      middleware: (ctx, next) => openRoutes(ctx, () => bookRoutes(ctx, () => guarded(ctx, next))),
+    },
     routes: ({ admin }) => adminBuyerRoutes(admin, { pool, policy, indexerSchema: deps.indexerSchema }),
     routers: [marketPageRouter()],
   };

@@ -2,13 +2,16 @@ import { qualifiedTable } from "../sync/indexer-tables.ts";
 import type { Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
+import { buyerReceiveAmount } from "../domain/pricing.ts";
 import { pricePerUnit } from "../orders/queries.ts";
 import { pageOf } from "../db/filters.ts";
 
-// The order book (decisions 17): ACTIVE orders of every partner whose listing has not expired, cheapest
-// price per unit first. It shows what a buyer needs to choose, never the CLABE, the partner or the user.
-// Served by the partial index orders_book (migration 1763800000700): the scan walks ACTIVE orders in
-// price order and stops at the page.
+// The order book (decisions 17), public: ACTIVE orders of every partner whose listing has not expired,
+// cheapest for the buyer first, that is by what the buyer pays per token it receives (totalMxn over
+// receiveAmount, the amount less the partner's fee): an order with a fee shows a lower pricePerUnit
+// than the buyer really pays. It shows what a buyer needs to choose, never the CLABE, the partner or the
+// user. Served by the partial index orders_book (migration 1764300000100): the scan walks ACTIVE orders
+// in that order and stops at the page.
 
 export interface OrderBookFilters {
   minAmount?: number;
@@ -22,6 +25,7 @@ interface BookRow {
   escrow_order_id: string;
   token: string;
   amount_usdc: string;
+  fee_bps: number;
   total_mxn: string;
   bank_code: string;
   expires_at: Date;
@@ -59,8 +63,8 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
   const where = `WHERE ${conditions.join(" AND ")}`;
   const [{ rows }, count] = await Promise.all([
     db.query<BookRow>(
-      `SELECT escrow_order_id, token, amount_usdc, total_mxn, bank_code, expires_at, seller_wallet FROM orders ${where}
-        ORDER BY (total_mxn / amount_usdc), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+      `SELECT escrow_order_id, token, amount_usdc, fee_bps, total_mxn, bank_code, expires_at, seller_wallet FROM orders ${where}
+        ORDER BY (total_mxn / receive_amount(amount_usdc, fee_bps)), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
       [...values, filters.limit, filters.offset],
     ),
     db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values),
@@ -73,6 +77,7 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
       escrowOrderId: row.escrow_order_id,
       token: row.token,
       amount: toJsonNumber(row.amount_usdc),
+      receiveAmount: toJsonNumber(buyerReceiveAmount(row.amount_usdc, row.fee_bps)),
       totalMxn: toJsonNumber(row.total_mxn),
       pricePerUnit: toJsonNumber(pricePerUnit(row)),
       bankName: findParticipantByClabePrefix(row.bank_code)?.name ?? row.bank_code,

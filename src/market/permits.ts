@@ -41,7 +41,8 @@ const ESCROW_ORDER_ID = /^0x[0-9a-fA-F]{64}$/;
 /**
  * Issues a permit for `wallet` to lock the order `escrowOrderId`. Refusals, in this order: NOT_FOUND,
  * ORDER_NOT_AVAILABLE (not ACTIVE, listing expired, the buyer is the seller), BUYER_SUSPENDED,
- * USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month reaches 50,000 MXN), LOCK_LIMIT_REACHED.
+ * USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month, counting completed trades, open locks and
+ * permits, and this order, reaches 50,000 MXN), LOCK_LIMIT_REACHED.
  * Counting and recording happen under a per-buyer lock, so concurrent requests cannot pass the limit
  * together; an unexpired permit for another ACTIVE order counts as a lock.
  */
@@ -52,8 +53,8 @@ export function createPermitIssuer(deps: PermitIssuerDeps) {
     const buyerWallet = normaliseWallet(wallet);
     if (!ESCROW_ORDER_ID.test(escrowOrderId)) throw new NotFoundError(`No order ${escrowOrderId}`);
     return withTransaction(pool, async (tx) => {
-      const { rows } = await tx.query<{ id: string; status: string; expires_at: Date; seller_wallet: string | null }>(
-        "SELECT id, status, expires_at, seller_wallet FROM orders WHERE escrow_order_id = $1",
+      const { rows } = await tx.query<{ id: string; status: string; expires_at: Date; seller_wallet: string | null; total_mxn: string }>(
+        "SELECT id, status, expires_at, seller_wallet, total_mxn FROM orders WHERE escrow_order_id = $1",
         [escrowOrderId.toLowerCase()],
       );
       const order = rows[0];
@@ -70,16 +71,22 @@ export function createPermitIssuer(deps: PermitIssuerDeps) {
         throw new BuyerSuspendedError(`The buyer is suspended until ${standing.suspendedUntil!.toISOString()} (${standing.expiredLocks30d} locks expired unpaid in 30 days)`);
       }
       if (!options.sandboxHelper && deps.sanctions.isSanctioned(buyerWallet)) throw new UserSanctionedError("The wallet is on a sanctions list");
-      const required = requiredBuyerLevel(standing.monthlyVolumeMxn);
+      // Other ACTIVE orders this buyer holds an unexpired permit for: a permit is a right to lock, so each
+      // counts as a lock, for the limit and for the month's pesos alike.
+      const { rows: pending } = await tx.query<{ n: string; mxn: string }>(
+        `SELECT count(*) AS n, coalesce(sum(o.total_mxn), 0) AS mxn FROM orders o
+          WHERE o.status = 'ACTIVE' AND o.id <> $3
+            AND EXISTS (SELECT 1 FROM lock_permits p WHERE p.order_id = o.id AND p.wallet = $1 AND p.deadline > $2)`,
+        [buyerWallet, now, order.id],
+      );
+      const required = requiredBuyerLevel(standing.monthlyVolumeMxn, standing.openLocksMxn, pending[0]!.mxn, order.total_mxn);
       if (!exempt && !holdsKycLevel(buyer.kyc_tier, required)) {
-        throw new KycRequiredError(`Locking needs ${required} KYC (POST /market/v1/me/kyc); the buyer holds ${buyer.kyc_tier === "NONE" ? "none" : buyer.kyc_tier}`);
+        throw new KycRequiredError(
+          `Locking needs ${required} KYC (POST /market/v1/me/kyc); the buyer holds ${buyer.kyc_tier === "NONE" ? "none" : buyer.kyc_tier}` +
+            (required === "FULL" ? ": its month (completed trades, open locks and this order) reaches 50,000 MXN" : ""),
+        );
       }
       if (!exempt) {
-        const { rows: pending } = await tx.query<{ n: string }>(
-          `SELECT count(DISTINCT p.order_id) AS n FROM lock_permits p JOIN orders o ON o.id = p.order_id
-            WHERE p.wallet = $1 AND p.deadline > $2 AND o.status = 'ACTIVE' AND p.order_id <> $3`,
-          [buyerWallet, now, order.id],
-        );
         const held = standing.openLocks + Number(pending[0]!.n);
         if (held >= policy.maxOpenLocks) {
           throw new LockLimitReachedError(`The buyer holds ${held} locks or unexpired lock permits; at most ${policy.maxOpenLocks} at once`);

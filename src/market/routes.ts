@@ -23,6 +23,8 @@ import { getTradeRow, listTrades, tradeDetail, TRADE_STATUSES } from "./trades.t
 export const MARKET_PREFIX = "/market/v1";
 /** Sign-in requests (challenges and sessions) per client address per minute. */
 export const MARKET_AUTH_REQUESTS_PER_MINUTE = 60;
+/** Order book requests (public, no token) per client address per minute. */
+export const MARKET_BOOK_REQUESTS_PER_MINUTE = 120;
 
 const WALLET = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$", description: "0x-prefixed 20-byte hex address" } as const;
 
@@ -38,13 +40,23 @@ export interface MarketRouteDeps {
   indexerSchema: string | undefined;
 }
 
-/** The sign-in routes' guard: a per-address request budget (they are the market's only unauthenticated writes). */
-export function signInRateLimit(db: Pool): Koa.Middleware<AppState> {
+/** A per-address request budget of the market's unauthenticated routes, one bucket per group. */
+function addressRateLimit(db: Pool, bucket: string, perMinute: number): Koa.Middleware<AppState> {
   return async (ctx, next) => {
-    const window = await countRequest(db, `market-auth:${ctx.ip}`, MARKET_AUTH_REQUESTS_PER_MINUTE);
+    const window = await countRequest(db, `${bucket}:${ctx.ip}`, perMinute);
     if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
     await next();
   };
+}
+
+/** The sign-in routes' guard: a per-address request budget (they are the market's only unauthenticated writes). */
+export function signInRateLimit(db: Pool): Koa.Middleware<AppState> {
+  return addressRateLimit(db, "market-auth", MARKET_AUTH_REQUESTS_PER_MINUTE);
+}
+
+/** The public order book's guard: its own per-address budget, so browsing never uses up sign-in's. */
+export function bookRateLimit(db: Pool): Koa.Middleware<AppState> {
+  return addressRateLimit(db, "market-book", MARKET_BOOK_REQUESTS_PER_MINUTE);
 }
 
 /** The buyer as `GET /market/v1/me` shows it. */
@@ -132,9 +144,10 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       path: "/me/kyc",
       tag: "Buyer",
       summary: "Start a KYC session for the buyer (the same provider and rules as users')",
+      description: "Each is a paid session at the provider: at most 3 a buyer in 24 hours (the 4th: 429 RATE_LIMITED with Retry-After).",
       body: kycSessionBodySchema,
       responses: { 201: { description: "{ sessionId, sessionUrl }" } },
-      errors: ["VALIDATION_ERROR", "KYC_SESSION_FAILED"],
+      errors: ["VALIDATION_ERROR", "KYC_SESSION_FAILED", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
       checkReturnUrl(body.returnUrl, deps.sandbox);
@@ -142,31 +155,6 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       await ensureBuyer(pool, deps.policy, wallet);
       ctx.status = 201;
       ctx.body = await startBuyerKycSession({ pool, provider: deps.kycProvider, logger: deps.logger }, { wallet, level: body.level, returnUrl: body.returnUrl });
-    },
-  );
-
-  market.add<unknown, { minAmount?: number; maxAmount?: number; bankCode?: string; limit: number; offset: number }>(
-    {
-      method: "get",
-      path: "/orders",
-      tag: "Order book",
-      summary: "The order book: ACTIVE orders of every partner, cheapest price per unit first",
-      description: "Never the seller's CLABE, the partner or the user. `minAmount`/`maxAmount` are token amounts; `bankCode` is the seller bank's 3-digit CLABE prefix.",
-      query: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          minAmount: { type: "number", minimum: 0, maximum: 1_000_000_000 },
-          maxAmount: { type: "number", minimum: 0, maximum: 1_000_000_000 },
-          bankCode: { type: "string", pattern: "^[0-9]{3}$" },
-          ...pagination,
-        },
-      },
-      responses: { 200: { description: "{ orders, total, limit, offset, hasMore }; items escrowOrderId, token, amount, totalMxn, pricePerUnit, bankName, bankCode, listingExpiresAt, sellerReputation" } },
-      errors: ["VALIDATION_ERROR"],
-    },
-    async (ctx, { query }) => {
-      ctx.body = await orderBook(pool, deps.indexerSchema, query);
     },
   );
 
@@ -178,7 +166,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       summary: "A lock permit for this wallet: the service's EIP-712 LockPermit(orderId, buyer, deadline), valid 2 minutes",
       description:
         "The buyer's wallet then calls the escrow's `lock(permit, signature)`. Refusals, in order: NOT_FOUND, ORDER_NOT_AVAILABLE (not ACTIVE, listing expired, " +
-        "the buyer is the seller), BUYER_SUSPENDED, USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month reaches 50,000 MXN), LOCK_LIMIT_REACHED " +
+        "the buyer is the seller), BUYER_SUSPENDED, USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month: completed trades, open locks and permits, and this order, reaches 50,000 MXN), LOCK_LIMIT_REACHED " +
         "(BUYER_MAX_OPEN_LOCKS open locks and unexpired permits for other orders).",
       responses: { 201: { description: "{ permit: { orderId, buyer, deadline }, signature, escrowAddress, chainId }" } },
       errors: ["NOT_FOUND", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "USER_SANCTIONED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],
@@ -241,6 +229,69 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       const result = await reportPayment({ pool, ports: deps.ports }, null, row.id, body, { buyerWallet: wallet });
       ctx.status = 202;
       ctx.body = { escrowOrderId: row.escrow_order_id, status: result.status, paymentReport: result.payment };
+    },
+  );
+}
+
+/** A page of the public order book (decisions 17): its items as `orderBook` builds them. */
+const orderBookPageSchema = {
+  type: "object",
+  required: ["orders", "total", "limit", "offset", "hasMore"],
+  properties: {
+    orders: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["escrowOrderId", "token", "amount", "receiveAmount", "totalMxn", "pricePerUnit", "bankName", "bankCode", "listingExpiresAt", "sellerReputation"],
+        properties: {
+          escrowOrderId: { type: "string", pattern: "^0x[0-9a-f]{64}$" },
+          token: { type: "string" },
+          amount: { type: "number", description: "Token amount the seller deposited" },
+          receiveAmount: { type: "number", description: "What the escrow releases to the buyer: amount less the partner's fee (rounded down to token units)" },
+          totalMxn: { type: "number", description: "What the buyer pays by SPEI" },
+          pricePerUnit: { type: "number", description: "totalMxn / amount, 4 decimals" },
+          bankName: { type: "string" },
+          bankCode: { type: "string", description: "The seller bank's 3-digit CLABE prefix" },
+          listingExpiresAt: { type: "string", format: "date-time" },
+          sellerReputation: { type: "number", description: "The seller's on-chain reputation (points)" },
+        },
+      },
+    },
+    total: { type: "integer" },
+    limit: { type: "integer" },
+    offset: { type: "integer" },
+    hasMore: { type: "boolean" },
+  },
+} as const;
+
+/** The public order book (decisions 17): no token, so the page shows it before a wallet connects. */
+export function orderBookRoutes(book: RouteGroup, deps: Pick<MarketRouteDeps, "pool" | "indexerSchema">): void {
+  book.add<unknown, { minAmount?: number; maxAmount?: number; bankCode?: string; limit: number; offset: number }>(
+    {
+      method: "get",
+      path: "/orders",
+      tag: "Order book",
+      summary: "The order book, public (no token): ACTIVE orders of every partner, cheapest for the buyer first",
+      description:
+        "Sorted by `totalMxn / receiveAmount`: what the buyer pays per token it receives (`receiveAmount` is what the escrow releases to the buyer, " +
+        "`amount` less the partner's fee rounded down to token units; `pricePerUnit` is the seller's price per token sold). Never the seller's CLABE, " +
+        "the partner or the user. `minAmount`/`maxAmount` are token amounts; `bankCode` is the seller bank's 3-digit CLABE prefix.",
+      query: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          minAmount: { type: "number", minimum: 0, maximum: 1_000_000_000 },
+          maxAmount: { type: "number", minimum: 0, maximum: 1_000_000_000 },
+          bankCode: { type: "string", pattern: "^[0-9]{3}$" },
+          ...pagination,
+        },
+      },
+      responses: { 200: { description: "The page of the book", schema: orderBookPageSchema } },
+      errors: ["VALIDATION_ERROR"],
+    },
+    async (ctx, { query }) => {
+      ctx.body = await orderBook(deps.pool, deps.indexerSchema, query);
     },
   );
 }

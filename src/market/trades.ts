@@ -120,11 +120,20 @@ export async function listTrades(db: Queryable, wallet: string, filters: { statu
     where += " AND status = $2";
   }
   const [{ rows }, count] = await Promise.all([
-    db.query<OrderRow>(`SELECT * FROM orders ${where} ORDER BY lower(buyer_wallet), locked_at DESC NULLS LAST, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
-      ...values,
-      filters.limit,
-      filters.offset,
-    ]),
+    // Newest lock first. locked_at is the lock's block timestamp (seconds), so locks in one second are
+    // told apart by the chain's own order: the indexer applies Locked logs by (block number, log index),
+    // so the LOCKED timeline entry's sequence follows it (decisions 17).
+    db.query<OrderRow>(
+      `SELECT * FROM orders ${where}
+        ORDER BY lower(buyer_wallet), locked_at DESC NULLS LAST,
+                 (SELECT max(t.seq) FROM order_timeline t WHERE t.order_id = orders.id AND t.event = 'LOCKED') DESC NULLS LAST, id DESC
+        LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+      [
+        ...values,
+        filters.limit,
+        filters.offset,
+      ],
+    ),
     db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values),
   ]);
   const total = Number(count.rows[0]!.n);

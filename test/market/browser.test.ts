@@ -74,6 +74,8 @@ test("connect, sign in, verify, lock from the book, pay, report and follow the t
   const order = await activeOrder(stack, 25);
   const started = Date.now();
   await page.goto(`${stack.service.baseUrl}/market`);
+  // The book is public: listed before a wallet connects.
+  await page.waitForSelector(`#book-rows tr[data-order="${order.escrowOrderId}"]`);
   await page.click("#connect");
   await page.waitForSelector("#sign-in:not([hidden])");
   await page.click("#sign-in");

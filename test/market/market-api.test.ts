@@ -83,8 +83,8 @@ describe("sign-in", () => {
     assert.deepEqual([answer.status, answer.body.error], [401, "INVALID_SIGNATURE"]);
   });
 
-  test("every other route needs a session: 401 UNAUTHORIZED, unknown paths included", async () => {
-    for (const [method, path] of [["GET", "/me"], ["GET", "/orders"], ["GET", "/trades"], ["POST", "/orders/0x00/lock-permit"], ["GET", "/nothing-here"], ["GET", "/ME"]] as const) {
+  test("every other route but the order book needs a session: 401 UNAUTHORIZED, unknown paths included", async () => {
+    for (const [method, path] of [["GET", "/me"], ["POST", "/orders"], ["GET", "/trades"], ["POST", "/orders/0x00/lock-permit"], ["GET", "/nothing-here"], ["GET", "/ME"]] as const) {
       const answer = await market(stack, method, path);
       assert.deepEqual([answer.status, answer.body.error], [401, "UNAUTHORIZED"], `${method} ${path}`);
     }
@@ -170,14 +170,15 @@ describe("order book, permits and a trade", () => {
     assert.equal(book.status, 200);
     const mine = book.body.orders.find((item) => item.escrowOrderId === order.escrowOrderId);
     assert.ok(mine, "listed");
-    assert.deepEqual(Object.keys(mine).sort(), ["amount", "bankCode", "bankName", "escrowOrderId", "listingExpiresAt", "pricePerUnit", "sellerReputation", "token", "totalMxn"]);
+    assert.deepEqual(Object.keys(mine).sort(), ["amount", "bankCode", "bankName", "escrowOrderId", "listingExpiresAt", "pricePerUnit", "receiveAmount", "sellerReputation", "token", "totalMxn"]);
     assert.equal(mine.amount, 20);
+    assert.equal(mine.receiveAmount, 20, "no partner fee on chain: the buyer receives the amount");
     assert.equal(mine.totalMxn, order.totalMxn);
     assert.equal(mine.bankCode, "012");
     assert.equal(mine.listingExpiresAt, order.expiresAt);
     assert.equal(mine.sellerReputation, 0);
     assert.ok(!JSON.stringify(book.body).includes(String((order.bankAccount as Json).clabe)), "no CLABE");
-    const prices = book.body.orders.map((item) => Number(item.pricePerUnit));
+    const prices = book.body.orders.map((item) => Number(item.totalMxn) / Number(item.receiveAmount));
     assert.deepEqual(prices, [...prices].sort((a, b) => a - b));
     assert.equal(book.body.hasMore, false);
     const filtered = await market<{ orders: Json[] }>(stack, "GET", "/orders?minAmount=15&bankCode=012", { token: buyer.token });

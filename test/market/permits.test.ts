@@ -28,7 +28,7 @@ const sanctionedAndSuspended = privateKeyToAccount(generatePrivateKey()).address
 
 before(async () => {
   service = await startOfflineOrderService();
-  partner = await service.createPartner({ name: "Permit Partner" });
+  partner = await service.createPartner({ name: "Permit Partner", tier: "ENTERPRISE" });
   sanctionsDir = await mkdtemp(path.join(tmpdir(), "permits-sdn-"));
   const file = path.join(sanctionsDir, "sdn.csv");
   await writeFile(
@@ -47,10 +47,10 @@ after(async () => {
 const newWallet = (): Address => privateKeyToAccount(generatePrivateKey()).address;
 
 /** An order listed to buyers (ACTIVE) until `listedFor` ms from now, as the indexer leaves it after the deposit. */
-async function listedOrder(listedFor = 3_600_000): Promise<{ id: string; escrowOrderId: string; expiresAt: Date }> {
+async function listedOrder(listedFor = 3_600_000, totalMxn?: string): Promise<{ id: string; escrowOrderId: string; expiresAt: Date }> {
   const order = await placeOrder({ service, partner });
   const expiresAt = new Date(Date.now() + listedFor);
-  await service.pool.query("UPDATE orders SET status = 'ACTIVE', expires_at = $2 WHERE id = $1", [order.id, expiresAt]);
+  await service.pool.query("UPDATE orders SET status = 'ACTIVE', expires_at = $2, total_mxn = coalesce($3, total_mxn) WHERE id = $1", [order.id, expiresAt, totalMxn ?? null]);
   return { id: order.id, escrowOrderId: order.escrowOrderId, expiresAt };
 }
 
@@ -124,14 +124,44 @@ test("without KYC and over the monthly threshold: KYC_REQUIRED, before the lock 
 test("a BASIC buyer locks below 50,000 MXN this month; once the month reaches it, KYC_REQUIRED (FULL)", async () => {
   const wallet = newWallet();
   await setKyc(wallet, "BASIC");
-  await completedTrade(wallet, "49999.99");
-  const order = await listedOrder();
+  await completedTrade(wallet, "40000");
+  // Completed 40,000 and this order's 9,999.99: below the threshold.
+  const order = await listedOrder(3_600_000, "9999.99");
   await issue(wallet, order.escrowOrderId);
   await completedTrade(wallet, "0.01");
-  const next = await listedOrder();
+  const next = await listedOrder(3_600_000, "9999.99");
   assert.deepEqual(await refusal(wallet, next.escrowOrderId), { status: 403, code: "KYC_REQUIRED" });
   await setKyc(wallet, "FULL");
   await issue(wallet, next.escrowOrderId);
+});
+
+test("a BASIC buyer without history cannot lock an order of 50,000 MXN or more: the order itself counts", async () => {
+  const wallet = newWallet();
+  await setKyc(wallet, "BASIC");
+  const large = await listedOrder(3_600_000, "50000");
+  assert.deepEqual(await refusal(wallet, large.escrowOrderId), { status: 403, code: "KYC_REQUIRED" });
+  await issue(wallet, (await listedOrder(3_600_000, "49999.99")).escrowOrderId);
+});
+
+test("open locks count in the month: a BASIC buyer holding 30,000 MXN locked cannot lock 20,000 more without FULL", async () => {
+  const wallet = newWallet();
+  await setKyc(wallet, "BASIC");
+  const held = await listedOrder(3_600_000, "30000");
+  await service.pool.query("UPDATE orders SET status = 'DISPUTED', buyer_wallet = $2 WHERE id = $1", [held.id, wallet.toLowerCase()]);
+  const next = await listedOrder(3_600_000, "20000");
+  assert.deepEqual(await refusal(wallet, next.escrowOrderId), { status: 403, code: "KYC_REQUIRED" });
+  // 19,999.99 more stays below: BASIC is enough.
+  await issue(wallet, (await listedOrder(3_600_000, "19999.99")).escrowOrderId);
+});
+
+test("an unexpired permit counts in the month as a lock: two permits of 30,000 MXN need FULL", async () => {
+  const wallet = newWallet();
+  await setKyc(wallet, "BASIC");
+  await issue(wallet, (await listedOrder(3_600_000, "30000")).escrowOrderId);
+  const second = await listedOrder(3_600_000, "30000");
+  assert.deepEqual(await refusal(wallet, second.escrowOrderId), { status: 403, code: "KYC_REQUIRED" });
+  // Once the first permit's 2 minutes are over, it no longer counts.
+  await issue(wallet, second.escrowOrderId, { now: new Date(Date.now() + 121_000) });
 });
 
 test("the default limit: 3 locks or unexpired permits at once, the 4th LOCK_LIMIT_REACHED; permits are signed for the escrow", async () => {

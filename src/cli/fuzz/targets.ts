@@ -52,7 +52,7 @@ export interface ApiTarget {
   fieldValue(name: string, schema: Schema, context: ValueContext): unknown;
   /** Ids a principal must never see in a 2xx answer. */
   foreignIds(principal: Principal): string[];
-  /** Operations anyone may call (sign-in): a caller without credentials is not expected to be refused there. */
+  /** Operations anyone may call (sign-in, the public order book): a caller without credentials is not expected to be refused there. */
   open?: (method: string, path: string) => boolean;
 }
 
@@ -245,7 +245,7 @@ export function marketTarget(fixtures: Fixtures, market: MarketFixtures): ApiTar
     ],
     rateLimitHeaders: false,
     tenants: false,
-    open: (method, path) => method === "post" && (path === "/auth/challenge" || path === "/auth/session"),
+    open: (method, path) => (method === "post" && (path === "/auth/challenge" || path === "/auth/session")) || (method === "get" && path === "/orders"),
     brokenCredentials(rng) {
       return rng.pick<BrokenCredentials>([
         { label: "no token", headers: {} },

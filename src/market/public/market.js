@@ -132,7 +132,9 @@ function render() {
   show("sign-in", Boolean(state.wallet) && !signedIn);
   show("sign-out", signedIn);
   show("intro", !signedIn);
-  for (const id of ["profile", "book", "trades"]) show(id, signedIn);
+  // The book is public: shown before a wallet connects; locking asks for the sign-in.
+  show("book", true);
+  for (const id of ["profile", "trades"]) show(id, signedIn);
   if (!signedIn) show("trade", false);
 }
 
@@ -156,9 +158,9 @@ async function loadBook() {
     h(
       "tr",
       { dataset: { order: order.escrowOrderId } },
-      h("td", {}, `${order.amount} ${order.token}`),
+      h("td", {}, `${order.receiveAmount} ${order.token}`),
       h("td", {}, money(order.totalMxn)),
-      h("td", {}, order.pricePerUnit.toFixed(4)),
+      h("td", {}, (order.totalMxn / order.receiveAmount).toFixed(4)),
       h("td", {}, `${order.bankName} (${order.bankCode})`),
       h("td", {}, order.sellerReputation),
       h("td", {}, new Date(order.listingExpiresAt).toLocaleString()),
@@ -194,7 +196,7 @@ async function reloadLists() {
 
 async function refresh() {
   render();
-  if (!state.token) return;
+  if (!state.token) return loadBook();
   await reloadLists();
   if (state.trade) await openTrade(state.trade).catch(() => undefined);
 }
@@ -230,6 +232,7 @@ async function ensureChain(chainId) {
 
 async function lock(order) {
   clearError();
+  if (!state.token) throw new Error("Connect your wallet and sign in to lock an order");
   if (!state.wallet) await connect();
   say("Asking the service for a lock permit…");
   const answer = await api("POST", `/orders/${order.escrowOrderId}/lock-permit`);

@@ -75,3 +75,24 @@ test("two owners removing each other at once: one removal wins, the partner keep
   const members = (await service.admin<{ members: { role: string; status: string }[] }>("GET", `/partners/${partner.id}/members`)).body.members;
   assert.deepEqual(members.map((member) => `${member.role} ${member.status}`), ["OWNER ACTIVE"]);
 });
+
+test("an owner who took an email another partner needs: an operator removes that member, its session ends, the email is free", async () => {
+  const squatter = await memberOf(service, partnerId, "OWNER");
+  const taken = await memberOf(service, partnerId, "VIEWER", "cfo@rightful.example");
+  const rightful = await service.createPartner({ name: "Rightful" });
+  assertError(await service.admin("POST", `/partners/${rightful.id}/members`, { email: "cfo@rightful.example", role: "OWNER" }), 409, "MEMBER_EXISTS");
+
+  assertError(await service.admin("DELETE", `/partners/${rightful.id}/members/${taken.memberId}`), 404, "NOT_FOUND");
+  assertError(await service.admin("DELETE", `/partners/${partnerId}/members/mbr_nope`), 404, "NOT_FOUND");
+  assert.equal((await service.admin("DELETE", `/partners/${partnerId}/members/${taken.memberId}`)).status, 204);
+  assertError(await taken.call("GET", "/partner"), 401, "UNAUTHORIZED");
+  assertStatus(await service.admin("POST", `/partners/${rightful.id}/members`, { email: "cfo@rightful.example", role: "OWNER" }), 201);
+  const audit = (await squatter.call<{ entries: { action: string; actor: { type: string }; details: { memberId?: string } }[] }>("GET", "/audit-log")).body.entries;
+  assert.ok(audit.some((entry) => entry.action === "member.removed" && entry.actor.type === "OPERATOR" && entry.details.memberId === taken.memberId));
+});
+
+test("an operator cannot remove a partner's last active OWNER either (409 LAST_OWNER)", async () => {
+  const partner = await service.createPartner({ name: "Alone" });
+  const only = await memberOf(service, partner.id, "OWNER");
+  assertError(await service.admin("DELETE", `/partners/${partner.id}/members/${only.memberId}`), 409, "LAST_OWNER");
+});

@@ -37,6 +37,7 @@ import { orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./wor
 import { startPaymentVerificationWorker } from "./workers/payment-verification.ts";
 import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
 import { pruneIdempotencyKeys } from "./http/middleware/idempotency.ts";
+import { pruneDashboard } from "./dashboard/maintenance.ts";
 import { pruneRateLimitWindows } from "./http/middleware/rate-limit.ts";
 import { createRateLimits, systemClock, type Clock, type RateLimits } from "./http/middleware/rate-limit.ts";
 import { createPartnerCredentials, type PartnerCredentials } from "./partners/credential-cache.ts";
@@ -258,6 +259,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   await startMaintenance(boss, logger, {
     pruneRateLimitWindows: () => pruneRateLimitWindows(pool),
     pruneIdempotencyKeys: () => pruneIdempotencyKeys(pool),
+    pruneDashboard: () => pruneDashboard(pool),
   });
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 

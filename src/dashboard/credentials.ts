@@ -9,11 +9,36 @@ const SCRYPT = { N: 2 ** 15, r: 8, p: 1 } as const;
 const KEY_LENGTH = 32;
 export const MIN_PASSWORD_LENGTH = 12;
 
+/**
+ * Hashes running at once. Each takes 32 MiB and a thread of libuv's pool (4 threads unless
+ * UV_THREADPOOL_SIZE says otherwise), which file reads, DNS lookups and the rest of crypto share: a burst
+ * of sign-ins waits here in line, in memory it does not allocate, and leaves the pool's other threads free.
+ */
+export const CONCURRENT_HASHES = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function inHashingSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= CONCURRENT_HASHES) await new Promise<void>((resolve) => waiting.push(resolve));
+  else running += 1;
+  try {
+    return await work();
+  } finally {
+    // The slot passes straight to the next in line, so `running` never undercounts.
+    const next = waiting.shift();
+    if (next) next();
+    else running -= 1;
+  }
+}
+
 function derive(password: string, salt: Buffer, options: { N: number; r: number; p: number }): Promise<Buffer> {
   const scryptOptions: ScryptOptions = { ...options, maxmem: 256 * options.N * options.r };
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize("NFKC"), salt, KEY_LENGTH, scryptOptions, (error, key) => (error ? reject(error) : resolve(key)));
-  });
+  return inHashingSlot(
+    () =>
+      new Promise((resolve, reject) => {
+        scrypt(password.normalize("NFKC"), salt, KEY_LENGTH, scryptOptions, (error, key) => (error ? reject(error) : resolve(key)));
+      }),
+  );
 }
 
 /** `scrypt$N$r$p$salt$hash`, salt and hash base64url. */

@@ -3,12 +3,14 @@ import type { Pool } from "../db/pool.ts";
 import { CsrfFailedError, ForbiddenError, UnauthorizedError } from "../domain/errors.ts";
 import type { AppContext, AppState } from "../http/context.ts";
 import type { AuditContext } from "../partners/audit.ts";
+import { assertPartnerInGoodStanding, getPartner } from "../partners/partners.ts";
 import { csrfTokenOf, sameToken } from "./credentials.ts";
 import type { Member, Role } from "./members.ts";
 import { findSession, SESSION_HOURS } from "./sessions.ts";
 
 // The dashboard's guards, in the order of decisions section 18: session (401 UNAUTHORIZED), then CSRF on
-// every change (403 CSRF_FAILED), then role (403 FORBIDDEN). They are each route's own guards.
+// every change (403 CSRF_FAILED), then role (403 FORBIDDEN), then, on a change, the partner's standing
+// (403 PARTNER_INACTIVE, PARTNER_SUSPENDED). They are each route's own guards.
 
 export const SESSION_COOKIE = "offramp_dashboard";
 const COOKIE_PATH = "/dashboard";
@@ -62,10 +64,11 @@ export function clearSessionCookie(ctx: AppContext, secure: boolean): void {
 }
 
 /**
- * The guards of a session route: a live session, the CSRF header on every change, and at least
- * `role`. Dashboard answers are never cached.
+ * The guards of a session route: a live session, the CSRF header on every change, at least `role`, and
+ * on every change a partner in good standing (403 PARTNER_INACTIVE or PARTNER_SUSPENDED, as its API key
+ * gets; not for `whilePartnerInactive` routes: signing out). Dashboard answers are never cached.
  */
-export function sessionGuards(pool: Pool, role: Role = "VIEWER"): Koa.Middleware<AppState>[] {
+export function sessionGuards(pool: Pool, role: Role = "VIEWER", options: { whilePartnerInactive?: boolean } = {}): Koa.Middleware<AppState>[] {
   const session: Koa.Middleware<AppState> = async (ctx, next) => {
     ctx.set("Cache-Control", "no-store");
     const token = readSessionCookie(ctx);
@@ -85,5 +88,10 @@ export function sessionGuards(pool: Pool, role: Role = "VIEWER"): Koa.Middleware
     if (RANK[currentMember(ctx).role] < RANK[role]) throw new ForbiddenError(`This needs the ${role} role`);
     await next();
   };
-  return [session, csrf, allowed];
+  // Members of a partner that is not in good standing still read (and sign out), and change nothing.
+  const partnerStanding: Koa.Middleware<AppState> = async (ctx, next) => {
+    if (CHANGES.has(ctx.method) && !options.whilePartnerInactive) assertPartnerInGoodStanding(await getPartner(pool, currentMember(ctx).partnerId));
+    await next();
+  };
+  return [session, csrf, allowed, partnerStanding];
 }

@@ -111,25 +111,52 @@ export async function createActiveMember(pool: Pool, input: { partnerId: string;
   return withTransaction(pool, (tx) => insertMember(tx, { ...input, passwordHash, inviteTokenHash: null, inviteExpiresAt: null }));
 }
 
+/** Unknown or already used: NOT_FOUND; past 72 hours: INVITATION_EXPIRED. */
+function invitationProblem(row: MemberRow | undefined, now: number): Error | undefined {
+  if (!row || row.password_hash !== null) return new NotFoundError("The invitation does not exist or was already used");
+  if (!row.invite_expires_at || row.invite_expires_at.getTime() <= now) return new InvitationExpiredError();
+  return undefined;
+}
+
 /**
- * Accepts an invitation: sets the password and spends the token. Unknown or already used: NOT_FOUND;
- * past 72 hours: INVITATION_EXPIRED.
+ * Accepts an invitation: sets the password and spends the token. The invitation is looked up first and
+ * `judge` told what is wrong with it (undefined when nothing): it throws to stop (the throttle counts
+ * the failure, or refuses). Only then is the password hashed, so a made-up or stale token costs no hash.
+ * Unknown or already used (also when spent meanwhile): NOT_FOUND; past 72 hours: INVITATION_EXPIRED.
  */
-export async function acceptInvitation(pool: Pool, token: string, password: string, address: string): Promise<Member> {
-  const passwordHash = await hashPassword(password);
+export async function acceptInvitation(
+  pool: Pool,
+  input: { token: string; password: string; address: string },
+  judge: (problem: Error | undefined) => Promise<void>,
+): Promise<Member> {
+  const tokenHash = hashToken(input.token);
+  const { rows: found } = await pool.query<MemberRow>("SELECT * FROM dashboard_members WHERE invite_token_hash = $1", [tokenHash]);
+  await judge(invitationProblem(found[0], Date.now()));
+  const passwordHash = await hashPassword(input.password);
   return withTransaction(pool, async (tx) => {
-    const { rows } = await tx.query<MemberRow>("SELECT * FROM dashboard_members WHERE invite_token_hash = $1 FOR UPDATE", [hashToken(token)]);
-    const row = rows[0];
-    if (!row || row.password_hash !== null) throw new NotFoundError("The invitation does not exist or was already used");
-    if (!row.invite_expires_at || row.invite_expires_at.getTime() <= Date.now()) throw new InvitationExpiredError();
+    const { rows } = await tx.query<MemberRow>("SELECT * FROM dashboard_members WHERE invite_token_hash = $1 FOR UPDATE", [tokenHash]);
+    const problem = invitationProblem(rows[0], Date.now());
+    if (problem) throw problem;
     const { rows: updated } = await tx.query<MemberRow>(
       "UPDATE dashboard_members SET password_hash = $2, accepted_at = now(), invite_token_hash = NULL, invite_expires_at = NULL WHERE id = $1 RETURNING *",
-      [row.id, passwordHash],
+      [rows[0]!.id, passwordHash],
     );
     const member = fromRow(updated[0]!);
-    await recordAudit(tx, member.partnerId, "member.joined", { actor: { type: "MEMBER", id: member.id, email: member.email }, address }, { memberId: member.id, role: member.role });
+    await recordAudit(tx, member.partnerId, "member.joined", { actor: { type: "MEMBER", id: member.id, email: member.email }, address: input.address }, { memberId: member.id, role: member.role });
     return member;
   });
+}
+
+/** Days an expired invitation is kept (answering 410 INVITATION_EXPIRED) before it is removed and its email is free again. */
+export const EXPIRED_INVITATION_DAYS = 7;
+
+/** Removes invitations expired more than EXPIRED_INVITATION_DAYS ago (a periodic maintenance task). */
+export async function pruneExpiredInvitations(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM dashboard_members WHERE password_hash IS NULL AND invite_expires_at < now() - make_interval(days => $1)`,
+    [EXPIRED_INVITATION_DAYS],
+  );
+  return rowCount ?? 0;
 }
 
 export async function findMemberByEmail(db: Queryable, email: string): Promise<MemberWithPassword | undefined> {

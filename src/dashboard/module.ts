@@ -11,7 +11,7 @@ import { pagination } from "../http/schema.ts";
 import { getPartner } from "../partners/partners.ts";
 import { listAudit, operatorAudit } from "../partners/audit.ts";
 import { SESSION_COOKIE } from "./guards.ts";
-import { listMembers, memberView, type Role } from "./members.ts";
+import { listMembers, memberView, removeMember, type Role } from "./members.ts";
 import { dashboardRoutes, invite, inviteBody, invitedSchema, type DashboardRouteDeps } from "./routes.ts";
 
 export const DASHBOARD_PREFIX = "/dashboard/v1";
@@ -69,6 +69,24 @@ function adminDashboardRoutes(admin: RouteGroup, deps: Pick<DashboardRouteDeps, 
     async (ctx, { params }) => {
       await getPartner(pool, params.id!);
       ctx.body = { members: (await listMembers(pool, params.id!)).map(memberView) };
+    },
+  );
+
+  // Emails are unique across the service and nothing proves an invitee owns theirs: an owner could take
+  // an address another partner's member needs. Operators remove such a member (the last OWNER stays).
+  admin.add(
+    {
+      method: "delete",
+      path: "/partners/:id/members/:memberId",
+      tag: "Partners",
+      summary: "Remove a member of the partner's dashboard (or an invitation); its sessions end and its email is free again",
+      responses: { 204: { description: "Removed" } },
+      errors: ["NOT_FOUND", "LAST_OWNER"],
+    },
+    async (ctx, { params }) => {
+      await getPartner(pool, params.id!);
+      await removeMember(pool, params.id!, params.memberId!, operatorAudit(ctx.ip));
+      ctx.status = 204;
     },
   );
 

@@ -21,7 +21,8 @@ import { listAudit } from "../partners/audit.ts";
 import { csrfTokenOf, hashToken, verifyAgainstNothing, verifyPassword, MIN_PASSWORD_LENGTH } from "./credentials.ts";
 import { clearSessionCookie, currentMember, currentSession, memberAudit, sessionGuards, setSessionCookie } from "./guards.ts";
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
-import { claimAttempt, createSession, deleteSession, forgiveAttempt } from "./sessions.ts";
+import { createSession, deleteSession, signInFailures } from "./sessions.ts";
+import { judgeAttempt, refuseWhenExhausted } from "../http/auth-failures.ts";
 import { partnerUsage } from "./usage.ts";
 import type { Clock, RateLimits } from "../http/middleware/rate-limit.ts";
 
@@ -45,6 +46,8 @@ export interface DashboardRouteDeps {
 }
 
 const SESSION_ERRORS = ["UNAUTHORIZED", "CSRF_FAILED", "FORBIDDEN"];
+/** A change by a member of a partner not in good standing. */
+const STANDING_ERRORS = ["PARTNER_INACTIVE", "PARTNER_SUSPENDED"];
 const roleSchema = { enum: ROLES } as const;
 const memberSchema = {
   type: "object",
@@ -101,15 +104,22 @@ function partnerDeliveryRecord(record: AdminDeliveryRecord) {
 /** `/dashboard/v1` (decisions section 18). Each session route carries its own guards: session, CSRF, role. */
 export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): void {
   const { pool } = deps;
-  const guarded = (role: Role) => sessionGuards(pool, role);
-  const add = <Body = unknown, Query = unknown>(spec: RouteSpec & { role?: Role }, handler: (ctx: AppContext, input: { body: Body; query: Query; params: Record<string, string> }) => Promise<void>) => {
-    const { role, ...rest } = spec;
+  const add = <Body = unknown, Query = unknown>(
+    spec: RouteSpec & { role?: Role; whilePartnerInactive?: boolean },
+    handler: (ctx: AppContext, input: { body: Body; query: Query; params: Record<string, string> }) => Promise<void>,
+  ) => {
+    const { role, whilePartnerInactive = false, ...rest } = spec;
     const session = role !== undefined;
+    const standingErrors = session && rest.method !== "get" && !whilePartnerInactive ? STANDING_ERRORS : [];
     group.add<Body, Query>(
       {
         ...rest,
-        ...(session ? { guards: guarded(role), errors: [...SESSION_ERRORS, ...(rest.errors ?? [])] } : {}),
-        description: [rest.description, session ? `Needs a session${rest.method === "get" ? "" : " and X-CSRF-Token"}; role ${role} or above.` : "Needs no session and no CSRF header."]
+        ...(session ? { guards: sessionGuards(pool, role, { whilePartnerInactive }), errors: [...SESSION_ERRORS, ...standingErrors, ...(rest.errors ?? [])] } : {}),
+        description: [
+          rest.description,
+          session ? `Needs a session${rest.method === "get" ? "" : " and X-CSRF-Token"}; role ${role} or above.` : "Needs no session and no CSRF header.",
+          standingErrors.length > 0 ? "Refused while the partner is INACTIVE or KYB-suspended." : undefined,
+        ]
           .filter(Boolean)
           .join(" "),
       },
@@ -140,11 +150,12 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx, { body }) => {
       const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${ctx.ip}`];
-      const attempt = await claimAttempt(pool, buckets, deps.clock.now());
+      const failures = signInFailures(deps.clock.now());
+      await refuseWhenExhausted(pool, buckets, failures);
       const member = await findMemberByEmail(pool, body.email);
       const valid = member?.passwordHash ? await verifyPassword(body.password, member.passwordHash) : await verifyAgainstNothing(body.password);
-      if (!member || !valid) throw new InvalidCredentialsError();
-      await forgiveAttempt(pool, attempt);
+      await judgeAttempt(pool, buckets, member && valid ? undefined : new InvalidCredentialsError(), failures);
+      if (!member) throw new Error("a sign-in passed without a member"); // judgeAttempt throws the failure
       const { token } = await createSession(pool, member.id);
       setSessionCookie(ctx, token, deps.secureCookie);
       ctx.status = 201;
@@ -172,6 +183,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       method: "delete",
       path: "/session",
       role: "VIEWER",
+      whilePartnerInactive: true,
       tag: "Session",
       summary: "Sign out: the session ends on the server, so the old cookie stops working",
       responses: { 204: { description: "Signed out" } },
@@ -208,17 +220,10 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     async (ctx, { body, params }) => {
       const token = params.token!;
       const buckets = [`invite-ip:${ctx.ip}`, `invite-token:${hashToken(token).toString("hex")}`];
-      const attempt = await claimAttempt(pool, buckets, deps.clock.now());
-      let member: Member;
-      try {
-        member = await acceptInvitation(pool, token, body.password, ctx.ip);
-      } catch (error) {
-        const status = (error as { status?: number }).status;
-        // Only an unknown or expired invitation is a failed guess.
-        if (status !== 404 && status !== 410) await forgiveAttempt(pool, attempt);
-        throw error;
-      }
-      await forgiveAttempt(pool, attempt);
+      const failures = signInFailures(deps.clock.now());
+      await refuseWhenExhausted(pool, buckets, failures);
+      // An unknown, used or expired invitation is a failed guess; it is judged before the password is hashed.
+      const member = await acceptInvitation(pool, { token, password: body.password, address: ctx.ip }, (problem) => judgeAttempt(pool, buckets, problem, failures));
       const session = await createSession(pool, member.id);
       setSessionCookie(ctx, session.token, deps.secureCookie);
       ctx.status = 201;

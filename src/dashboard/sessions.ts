@@ -1,4 +1,5 @@
-import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
+import type { Queryable } from "../db/pool.ts";
+import type { FailureLimit } from "../http/auth-failures.ts";
 import { RateLimitedError } from "../domain/errors.ts";
 import { generateToken, hashToken } from "./credentials.ts";
 import type { Member, Role } from "./members.ts";
@@ -40,50 +41,41 @@ export async function deleteSession(db: Queryable, token: string): Promise<void>
 export const MAX_FAILURES = 5;
 export const FAILURE_WINDOW_SECONDS = 15 * 60;
 
-function windowStart(now: number): number {
-  return Math.floor(now / (FAILURE_WINDOW_SECONDS * 1000)) * FAILURE_WINDOW_SECONDS * 1000;
-}
-
-/** An attempt counted in advance against its buckets, in the window it was counted in. */
-export interface ClaimedAttempt {
-  buckets: string[];
-  windowStart: Date;
-}
-
 /**
- * Fixed 15-minute windows (aligned to the quarter hour, UTC), per bucket (`signin-email:…`,
- * `signin-ip:…`, `invite-ip:…`). Each attempt is counted as a failure before the password is checked,
- * so that parallel guesses cannot all pass a check made before any of them was counted: the upsert
- * holds each bucket's row until the count commits, and an attempt that would take any bucket past
- * MAX_FAILURES is refused with 429 and `Retry-After` and not counted. A success is then taken back with
- * `forgiveAttempt` (successes are not failures), which does not reset the earlier failures.
+ * Failed sign-ins and invitation acceptances (decisions section 18) in fixed 15-minute windows aligned
+ * to the quarter hour (UTC), per bucket (`signin-email:…`, `signin-ip:…`, `invite-ip:…`,
+ * `invite-token:…`), as of `now`. Only failures are counted (`judgeAttempt` counts an attempt once it is
+ * known to be wrong); a success neither counts nor resets the count.
  */
-export async function claimAttempt(pool: Pool, buckets: string[], now: number): Promise<ClaimedAttempt> {
-  const start = windowStart(now);
-  const windowStartDate = new Date(start);
-  await withTransaction(pool, async (client) => {
-    // Sorted, so that two attempts sharing buckets lock their rows in the same order.
-    const { rows } = await client.query<{ count: number }>(
-      `INSERT INTO dashboard_auth_failures (bucket, window_start, count) SELECT bucket, $2, 1 FROM unnest($1::text[]) AS bucket ORDER BY bucket
-       ON CONFLICT (bucket, window_start) DO UPDATE SET count = dashboard_auth_failures.count + 1
-       RETURNING count`,
-      [[...buckets].sort(), windowStartDate],
-    );
-    if (Math.max(...rows.map((row) => row.count)) > MAX_FAILURES) {
-      const retryAfter = Math.max(1, Math.ceil((start + FAILURE_WINDOW_SECONDS * 1000 - now) / 1000));
+export function signInFailures(now: number): FailureLimit {
+  const windowMs = FAILURE_WINDOW_SECONDS * 1000;
+  const start = Math.floor(now / windowMs) * windowMs;
+  return {
+    async exhausted(db, buckets) {
+      const { rows } = await db.query<{ count: number | null }>(
+        "SELECT max(count) AS count FROM dashboard_auth_failures WHERE bucket = ANY($1) AND window_start = $2",
+        [buckets, new Date(start)],
+      );
+      return (rows[0]?.count ?? 0) >= MAX_FAILURES ? Math.max(1, Math.ceil((start + windowMs - now) / 1000)) : undefined;
+    },
+    async count(db, buckets) {
+      await db.query(
+        `INSERT INTO dashboard_auth_failures (bucket, window_start, count) SELECT bucket, $2, 1 FROM unnest($1::text[]) AS bucket
+         ON CONFLICT (bucket, window_start) DO UPDATE SET count = dashboard_auth_failures.count + 1`,
+        [buckets, new Date(start)],
+      );
+    },
+    refusal(retryAfter) {
       const error = new RateLimitedError(retryAfter);
       error.message = `Too many failed attempts; retry after ${retryAfter} s`;
-      throw error; // rolls the counts back: a refused attempt is not a failure
-    }
-    await client.query("DELETE FROM dashboard_auth_failures WHERE window_start < $1", [new Date(start - FAILURE_WINDOW_SECONDS * 1000)]);
-  });
-  return { buckets, windowStart: windowStartDate };
+      return error;
+    },
+  };
 }
 
-/** Takes back an attempt that turned out not to be a failure. */
-export async function forgiveAttempt(db: Queryable, attempt: ClaimedAttempt): Promise<void> {
-  await db.query("UPDATE dashboard_auth_failures SET count = count - 1 WHERE bucket = ANY($1) AND window_start = $2 AND count > 0", [
-    attempt.buckets,
-    attempt.windowStart,
-  ]);
+/** Sessions past their 12 hours, and failure windows over (a periodic maintenance task, on the database's clock). */
+export async function pruneSessionsAndFailures(db: Queryable): Promise<number> {
+  const sessions = await db.query("DELETE FROM dashboard_sessions WHERE expires_at < now()");
+  const failures = await db.query("DELETE FROM dashboard_auth_failures WHERE window_start < now() - make_interval(secs => $1)", [FAILURE_WINDOW_SECONDS]);
+  return (sessions.rowCount ?? 0) + (failures.rowCount ?? 0);
 }

@@ -1,6 +1,6 @@
 import { withAudit, type AuditContext } from "./audit.ts";
 import type { Queryable } from "../db/pool.ts";
-import { NotFoundError } from "../domain/errors.ts";
+import { NotFoundError, PartnerInactiveError, PartnerSuspendedError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import { limitsFor, type LimitOverrides, type Tier, type TierLimits } from "../domain/tiers.ts";
 import { apiKeyPrefix, generateApiKey, generateWebhookSecret, hashApiKey } from "./credentials.ts";
@@ -71,6 +71,15 @@ function fromRow(row: PartnerRow): PartnerWithSecrets {
 
 export function effectiveLimits(partner: Pick<Partner, "tier" | "limits">): TierLimits {
   return limitsFor(partner.tier, partner.limits);
+}
+
+/**
+ * A partner that is not ACTIVE, or whose KYB is SUSPENDED, may change nothing (decisions sections 3 and
+ * 18): its API key and its dashboard members' changes are refused, inactive first.
+ */
+export function assertPartnerInGoodStanding(partner: Pick<Partner, "status" | "kybStatus">): void {
+  if (partner.status !== "ACTIVE") throw new PartnerInactiveError();
+  if (partner.kybStatus === "SUSPENDED") throw new PartnerSuspendedError();
 }
 
 export interface NewPartner {

@@ -8,6 +8,8 @@ export interface MaintenanceTasks {
   pruneRateLimitWindows(): Promise<number>;
   /** Idempotency records past their 24 hours (hourly). */
   pruneIdempotencyKeys(): Promise<number>;
+  /** Dashboard sessions past their 12 hours, sign-in failure windows over, invitations expired a week ago (hourly). */
+  pruneDashboard(): Promise<number>;
 }
 
 /** Schedules each maintenance task on its queue and works it. */

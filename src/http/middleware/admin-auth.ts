@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type Koa from "koa";
-import { withTransaction, type Pool } from "../../db/pool.ts";
+import type { Pool } from "../../db/pool.ts";
 import { RateLimitedError, UnauthorizedError } from "../../domain/errors.ts";
+import { judgeAttempt, type FailureLimit } from "../auth-failures.ts";
 import { bearerToken, type AppState } from "../context.ts";
 import { countRequest, readWindow } from "./rate-limit.ts";
 
@@ -21,25 +22,26 @@ function tooManyFailures(retryAfterSeconds: number): InstanceType<typeof RateLim
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. Failures
  * are limited per client address in the shared rate-limit windows (decisions section 19): an address
  * past the limit gets 429 whatever its token, the right one included, so the token cannot be guessed at
- * speed. Each attempt is judged under a per-address advisory lock, so racing guesses are decided one
- * after another against the failures counted so far: no more than the limit are ever let through to
- * their comparison's outcome.
+ * speed. Each attempt is judged under a per-address lock (`judgeAttempt`), so racing guesses are
+ * decided one after another against the failures counted so far: no more than the limit are ever let
+ * through to their comparison's outcome.
  */
 export function adminAuth(adminToken: string, pool: Pool): Koa.Middleware<AppState> {
   const expected = digest(adminToken);
+  const failures: FailureLimit = {
+    async exhausted(db, [bucket]) {
+      const window = await readWindow(db, bucket!, ADMIN_AUTH_FAILURES_PER_MINUTE);
+      return window.exceeded ? window.retryAfterSeconds : undefined;
+    },
+    async count(db, [bucket]) {
+      await countRequest(db, bucket!, ADMIN_AUTH_FAILURES_PER_MINUTE);
+    },
+    refusal: tooManyFailures,
+  };
   return async (ctx, next) => {
-    const bucket = `admin-auth-failures:${ctx.ip}`;
     const token = bearerToken(ctx);
     const right = token !== undefined && timingSafeEqual(digest(token), expected);
-    const refusal = await withTransaction(pool, async (tx) => {
-      await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [bucket]);
-      const failures = await readWindow(tx, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-      if (failures.exceeded) return tooManyFailures(failures.retryAfterSeconds);
-      if (right) return undefined;
-      await countRequest(tx, bucket, ADMIN_AUTH_FAILURES_PER_MINUTE);
-      return new UnauthorizedError();
-    });
-    if (refusal) throw refusal;
+    await judgeAttempt(pool, [`admin-auth-failures:${ctx.ip}`], right ? undefined : new UnauthorizedError(), failures);
     await next();
   };
 }

@@ -3,15 +3,13 @@ import {
   InvalidApiKeyError,
   IpNotAllowedError,
   MissingApiKeyError,
-  PartnerInactiveError,
-  PartnerSuspendedError,
   RateLimitedError,
 } from "../../domain/errors.ts";
 import { isAddressAllowed } from "../../domain/ip-allow-list.ts";
 import { UNAUTHENTICATED_REQUESTS_PER_MINUTE } from "../../domain/tiers.ts";
 import { apiKeyMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
 import type { PartnerCredentials } from "../../partners/credential-cache.ts";
-import { effectiveLimits } from "../../partners/partners.ts";
+import { assertPartnerInGoodStanding, effectiveLimits } from "../../partners/partners.ts";
 import type { AppState } from "../context.ts";
 import type { RateLimits } from "./rate-limit.ts";
 
@@ -44,8 +42,7 @@ export function partnerAuth(deps: { credentials: PartnerCredentials; rateLimits:
       if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
       throw presented ? new InvalidApiKeyError() : new MissingApiKeyError();
     }
-    if (partner.status !== "ACTIVE") throw new PartnerInactiveError();
-    if (partner.kybStatus === "SUSPENDED") throw new PartnerSuspendedError();
+    assertPartnerInGoodStanding(partner);
     if (!isAddressAllowed(ctx.ip, partner.ipAllowList)) throw new IpNotAllowedError(`Address ${ctx.ip} is not on the allow-list`);
     if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
 

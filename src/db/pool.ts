@@ -11,12 +11,36 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => value);
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => value);
 
 /**
+ * How long a query waits for a session (a free one of the pool, or a new connection) before it fails:
+ * past it the request answers 503 (databaseUnavailable) instead of waiting without end on a pool held
+ * by others or a database that is down. Every pool of the service uses it, pg-boss's included.
+ */
+export const POOL_WAIT_MS = 5_000;
+
+// SQLSTATE classes and codes that mean the database cannot serve now, whatever the query: connection
+// exceptions (08), shutting down or starting up (57P01-57P03), too many connections (53300).
+const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_SYSTEM_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
+
+/**
+ * Whether `error` says the database could not be reached or gave no session in time (as opposed to a
+ * query that failed): the pool's wait ran out, the connection was refused or cut, the server is
+ * restarting. Such a request is answered 503 with Retry-After (http/errors.ts).
+ */
+export function databaseUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === "string" && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_SYSTEM_CODES.has(code))) return true;
+  // pg-pool's and pg's own errors carry no code, only these messages.
+  return typeof message === "string" && /^(timeout exceeded when trying to connect|Connection terminated (unexpectedly|due to connection timeout))/.test(message);
+}
+
+/**
  * A pool whose idle sessions may be cut (database restart, failover, an operator's pg_terminate_backend)
  * without taking the process down: pg emits such errors on the pool, and an unheard 'error' event would
  * be thrown. The broken session is already discarded and the next query opens a new one.
  */
 export function createPool(connectionString: string, max = 10, logger?: { warn(details: object, message: string): void }): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: "offramp" });
+  const pool = new pg.Pool({ connectionString, max, application_name: "offramp", connectionTimeoutMillis: POOL_WAIT_MS });
   pool.on("error", (error) => logger?.warn({ err: error }, "idle database session lost"));
   // Inside a unit of work on this pool, its queries run in the unit's transaction (see inUnitOfWork).
   const direct = pool.query.bind(pool) as (...args: unknown[]) => unknown;

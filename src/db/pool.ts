@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 
 export type Pool = pg.Pool;
@@ -10,18 +11,102 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => value);
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => value);
 
 /**
+ * How long a query waits for a session (a free one of the pool, or a new connection) before it fails:
+ * past it the request answers 503 (databaseUnavailable) instead of waiting without end on a pool held
+ * by others or a database that is down. Every pool of the service uses it, pg-boss's included.
+ */
+export const POOL_WAIT_MS = 5_000;
+
+// SQLSTATE classes and codes that mean the database cannot serve now, whatever the query: connection
+// exceptions (08), shutting down or starting up (57P01-57P03), too many connections (53300).
+const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_SYSTEM_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"]);
+
+/**
+ * Whether `error` says the database could not be reached or gave no session in time (as opposed to a
+ * query that failed): the pool's wait ran out, the connection was refused or cut, the server is
+ * restarting. Such a request is answered 503 with Retry-After (http/errors.ts).
+ */
+export function databaseUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === "string" && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_SYSTEM_CODES.has(code))) return true;
+  // pg-pool's and pg's own errors carry no code, only these messages.
+  return typeof message === "string" && /^(timeout exceeded when trying to connect|Connection terminated (unexpectedly|due to connection timeout))/.test(message);
+}
+
+/**
  * A pool whose idle sessions may be cut (database restart, failover, an operator's pg_terminate_backend)
  * without taking the process down: pg emits such errors on the pool, and an unheard 'error' event would
  * be thrown. The broken session is already discarded and the next query opens a new one.
  */
 export function createPool(connectionString: string, max = 10, logger?: { warn(details: object, message: string): void }): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: "offramp" });
+  const pool = new pg.Pool({ connectionString, max, application_name: "offramp", connectionTimeoutMillis: POOL_WAIT_MS });
   pool.on("error", (error) => logger?.warn({ err: error }, "idle database session lost"));
+  // Inside a unit of work on this pool, its queries run in the unit's transaction (see inUnitOfWork).
+  const direct = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const unit = unitOf(pool);
+    return unit ? (unit.session.query as (...args: unknown[]) => unknown).apply(unit.session, args) : direct(...args);
+  }) as typeof pool.query;
+  unitAware.add(pool);
   return pool;
 }
 
-/** Runs `work` in one transaction: every state change and the events it causes commit together or not at all. */
+/** One request's transaction on a session it holds, standing in for `pool` while `work` runs. */
+interface UnitOfWork {
+  pool: pg.Pool;
+  session: pg.PoolClient;
+  open: boolean;
+  savepoints: number;
+}
+
+const units = new AsyncLocalStorage<UnitOfWork>();
+const unitAware = new WeakSet<pg.Pool>();
+
+function unitOf(pool: pg.Pool): UnitOfWork | undefined {
+  const unit = units.getStore();
+  return unit?.open && unit.pool === pool ? unit : undefined;
+}
+
+/**
+ * Runs `work` with `session`'s open transaction standing in for `pool` (a pool made by createPool): its
+ * queries run in that transaction and each withTransaction() on it becomes a savepoint, so nothing
+ * `work` changes commits before the caller commits the session. The Idempotency-Key middleware commits
+ * a request's answer this way, in the same transaction as the change it answers for. Only what runs
+ * inside `work` (its awaited calls) takes part; `pool.connect()` still hands out a session of its own.
+ */
+export async function inUnitOfWork<T>(pool: pg.Pool, session: pg.PoolClient, work: () => Promise<T>): Promise<T> {
+  if (!unitAware.has(pool)) throw new Error("a unit of work needs a pool made by createPool");
+  const unit: UnitOfWork = { pool, session, open: true, savepoints: 0 };
+  try {
+    return await units.run(unit, work);
+  } finally {
+    // Anything `work` left running falls back to the pool once the unit is over.
+    unit.open = false;
+  }
+}
+
+async function inSavepoint<T>(unit: UnitOfWork, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  unit.savepoints += 1;
+  const name = `unit_${unit.savepoints}`;
+  await unit.session.query(`SAVEPOINT ${name}`);
+  try {
+    const result = await work(unit.session);
+    await unit.session.query(`RELEASE SAVEPOINT ${name}`);
+    return result;
+  } catch (error) {
+    await unit.session.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Runs `work` in one transaction: every state change and the events it causes commit together or not at
+ * all. Inside a unit of work on `pool` it is a savepoint of the unit's transaction instead.
+ */
 export async function withTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const unit = unitOf(pool);
+  if (unit) return inSavepoint(unit, work);
   const client = await pool.connect();
   try {
     await client.query("BEGIN");

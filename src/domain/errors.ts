@@ -82,6 +82,14 @@ export const LastOwnerError = errorClass("LAST_OWNER", 409, "The partner's last 
 
 export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");
 
+/** What the request needs is out of reach for now (no database session within the pool's wait): retry after a moment. */
+export class ServiceUnavailableError extends errorClass("SERVICE_UNAVAILABLE", 503, "The service is temporarily unavailable; retry later") {
+  constructor(message?: string, retryAfterSeconds = 2) {
+    super(message);
+    this.headers = { "Retry-After": String(retryAfterSeconds) };
+  }
+}
+
 // Internal errors (never answered to a client as such), told apart by whether a retry can help, in
 // Ponder's RetryableError / NonRetryableError style: the job handlers decide by them (src/jobs/retry.ts).
 

@@ -74,7 +74,7 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
 
   // Authentication and rate limits are the groups' own guards: they run before the body is read, so the
   // route itself, body included, is checked last (decisions section 3), and every /api/v1 answer is counted.
-  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", guards: [partnerAuth(deps)], idempotency: idempotency(deps.idempotencySessions) });
+  const partner = new RouteGroup({ prefix: PARTNER_PREFIX, security: "apiKey", guards: [partnerAuth(deps)], idempotency: idempotency(deps.idempotencySessions, pool) });
   const admin = new RouteGroup({ prefix: ADMIN_PREFIX, security: "bearer", guards: [adminAuth(deps.adminToken, pool)] });
   const groups = { partner, admin };
   for (const surface of deps.surfaces) surface.routes?.(groups);

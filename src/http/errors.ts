@@ -1,5 +1,6 @@
 import type Koa from "koa";
-import { InternalError, NotFoundError, OfframpError, ValidationError } from "../domain/errors.ts";
+import { databaseUnavailable } from "../db/pool.ts";
+import { InternalError, NotFoundError, OfframpError, ServiceUnavailableError, ValidationError } from "../domain/errors.ts";
 import type { AppState } from "./context.ts";
 
 interface HttpLikeError {
@@ -23,8 +24,10 @@ function fromHttpError(error: HttpLikeError): OfframpError | undefined {
 }
 
 /**
- * The one place where errors become responses: `{ error, message }` with the code's status. Anything
- * unexpected is logged with its stack and answered 500 INTERNAL_ERROR, with nothing internal in the body.
+ * The one place where errors become responses: `{ error, message }` with the code's status. A database
+ * out of reach (no session within the pool's wait, a connection refused or cut) is 503
+ * SERVICE_UNAVAILABLE with Retry-After. Anything else unexpected is logged with its stack and answered
+ * 500 INTERNAL_ERROR, with nothing internal in the body.
  */
 export function errorResponses(): Koa.Middleware<AppState> {
   return async (ctx, next) => {
@@ -40,6 +43,7 @@ export function errorResponses(): Koa.Middleware<AppState> {
     } catch (caught) {
       let error: OfframpError;
       if (caught instanceof OfframpError) error = caught;
+      else if (databaseUnavailable(caught)) error = new ServiceUnavailableError("The database is not reachable right now; retry later");
       else error = fromHttpError(caught as HttpLikeError) ?? new InternalError();
       if (error.status >= 500) ctx.state.log.error({ err: caught }, "request failed");
       ctx.status = error.status;

@@ -36,13 +36,16 @@ function operation(group: RouteGroup, spec: RouteSpec) {
   }
   const implied = group.security === "apiKey" ? ["MISSING_API_KEY", "INVALID_API_KEY", "PARTNER_INACTIVE", "PARTNER_SUSPENDED", "IP_NOT_ALLOWED", "RATE_LIMITED"] : group.security === "bearer" ? ["UNAUTHORIZED"] : [];
   const byStatus = new Map<number, string[]>();
-  for (const code of [...(spec.errors ?? []), ...implied]) {
+  // Any route may find the database out of reach for a moment (http/errors.ts).
+  for (const code of [...(spec.errors ?? []), ...implied, "SERVICE_UNAVAILABLE"]) {
     const status = STATUS_BY_CODE[code] ?? 500;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   for (const [status, codes] of byStatus) {
     responses[String(status)] = {
       description: codes.join(", "),
+      // RATE_LIMITED and SERVICE_UNAVAILABLE say when to try again.
+      ...(status === 429 || status === 503 ? { headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } } : {}),
       content: { "application/json": { schema: { ...errorBodySchema, properties: { ...errorBodySchema.properties, error: { enum: codes } } } } },
     };
   }

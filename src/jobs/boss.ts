@@ -1,5 +1,5 @@
 import { PgBoss } from "pg-boss";
-import type { Queryable } from "../db/pool.ts";
+import { POOL_WAIT_MS, type Queryable } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 
 export type { PgBoss };
@@ -10,6 +10,7 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
     connectionString: databaseUrl,
     schema: "pgboss",
     application_name: "offramp-jobs",
+    connectionTimeoutMillis: POOL_WAIT_MS,
     // A job whose worker died (SIGKILL) is retried once its expiry passes and the supervisor notices:
     // supervising every 10 s instead of 60 s bounds that recovery to the job's expiry plus ~10 s.
     superviseIntervalSeconds: 10,

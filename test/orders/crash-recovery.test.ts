@@ -150,6 +150,69 @@ describe("an Idempotency-Key whose request died with the service", () => {
   });
 });
 
+/**
+ * Holds every Idempotency-Key answer at the point it is written, after the handler has done its work:
+ * a trigger on the answer's UPDATE waits for a lock the test holds. A kill there is a kill between the
+ * handler's change and its answer's commit.
+ */
+async function holdIdempotencyAnswers(): Promise<{ reached: () => Promise<void>; release: () => Promise<void> }> {
+  const lock = 4_242_042;
+  await pool.query(`CREATE OR REPLACE FUNCTION test_hold_answer() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock_shared(${lock}); RETURN NEW; END $$`);
+  await pool.query(`CREATE TRIGGER test_hold_answer BEFORE UPDATE ON idempotency_keys FOR EACH ROW
+    WHEN (NEW.response_status IS NOT NULL) EXECUTE FUNCTION test_hold_answer()`);
+  const blocker = await pool.connect();
+  await blocker.query("SELECT pg_advisory_lock($1)", [lock]);
+  return {
+    async reached() {
+      await waitFor("a request writing its answer", async () => {
+        const { rows } = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event = 'advisory' AND query LIKE 'UPDATE idempotency_keys%'");
+        return rows.length ? true : undefined;
+      }, 20_000);
+    },
+    async release() {
+      await blocker.query("SELECT pg_advisory_unlock($1)", [lock]);
+      blocker.release();
+      await pool.query("DROP TRIGGER test_hold_answer ON idempotency_keys");
+    },
+  };
+}
+
+describe("a SIGKILL between a keyed request's change and the commit of its answer", () => {
+  /** Sends the request, kills the service while its answer is being written, restarts it and retries. */
+  async function killedWhileAnswering(path: string, body: unknown, key: string): Promise<{ retry: { status: number; body: Json }; replay: { status: number; body: Json } }> {
+    const headers = { "X-API-Key": apiKey, "Idempotency-Key": key };
+    const hold = await holdIdempotencyAnswers();
+    try {
+      const first = call("POST", `/api/v1${path}`, body, headers).catch(() => undefined);
+      await hold.reached();
+      await killService();
+      await first;
+    } finally {
+      await hold.release();
+    }
+    service = await startServiceProcess();
+    return { retry: await call("POST", `/api/v1${path}`, body, headers), replay: await call("POST", `/api/v1${path}`, body, headers) };
+  }
+
+  test("POST /quotes retried makes one quote and answers it", async () => {
+    await api("POST", "/users", { partnerUserRef: "window-quote" });
+    const { retry, replay } = await killedWhileAnswering("/quotes", { type: "SELL", amountUsdc: 7, partnerUserRef: "window-quote" }, "window-quote-1");
+    assert.equal(retry.status, 201, JSON.stringify(retry.body));
+    assert.deepEqual(replay, retry);
+    const { rows } = await pool.query("SELECT count(*)::int AS n FROM quotes q JOIN users u ON u.id = q.user_id WHERE u.partner_user_ref = 'window-quote'");
+    assert.equal(rows[0].n, 1, "one quote");
+  });
+
+  test("POST /users retried creates the user once and answers 201, not DUPLICATE_USER", async () => {
+    const { retry, replay } = await killedWhileAnswering("/users", { partnerUserRef: "window-user" }, "window-user-1");
+    assert.equal(retry.status, 201, JSON.stringify(retry.body));
+    assert.deepEqual(replay, retry);
+    const { rows } = await pool.query("SELECT count(*)::int AS n FROM users WHERE partner_id = $1 AND partner_user_ref = 'window-user'", [partnerId]);
+    assert.equal(rows[0].n, 1);
+  });
+});
+
 describe("the transaction sender after a crash", () => {
   async function lockedOrderId(): Promise<{ id: string; escrowOrderId: Hex }> {
     const ref = `sender-${Math.random().toString(36).slice(2, 8)}`;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Koa from "koa";
-import type { Pool, PoolClient } from "../../db/pool.ts";
+import { inUnitOfWork, type Pool, type PoolClient } from "../../db/pool.ts";
 import { IdempotencyKeyReusedError, ValidationError } from "../../domain/errors.ts";
 import { currentPartner, type AppState } from "../context.ts";
 
@@ -47,7 +47,11 @@ async function claim(sessions: Pool, partnerId: string, key: string, hash: strin
        RETURNING key`,
       [partnerId, key, hash],
     );
-    if (claimed.rowCount === 1) return { kind: "owner", session };
+    if (claimed.rowCount === 1) {
+      // The request's own statements run in this transaction too: they wait for locks as anywhere else.
+      await session.query("SET LOCAL lock_timeout TO DEFAULT");
+      return { kind: "owner", session };
+    }
     const { rows } = await session.query<Recorded>(
       "SELECT request_hash, response_status, response_body, response_text FROM idempotency_keys WHERE partner_id = $1 AND key = $2",
       [partnerId, key],
@@ -71,11 +75,16 @@ async function claim(sessions: Pool, partnerId: string, key: string, hash: strin
  * body is serialised here, once: those exact bytes are sent and kept (a TEXT column), and a replay sends
  * them again.
  *
+ * The handler runs as a unit of work in the claim's transaction (decisions section 15): its queries and
+ * transactions on `pool` go to the claim's session, so the change and its answer commit together, in
+ * one COMMIT. A crash before it leaves neither (the retry runs afresh), after it both (the retry gets the
+ * answer); a 5xx rolls the change back with the claim.
+ *
  * `sessions` is a pool of its own: each running request holds one of its sessions open (see claim()), and
  * drawing them from the pool the handlers use could leave every session waiting on a handler that waits
- * for a session.
+ * for a session (a handler's own `pool.connect()`, or a request without a key).
  */
-export function idempotency(sessions: Pool): Koa.Middleware<AppState> {
+export function idempotency(sessions: Pool, pool: Pool): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     const key = ctx.get("Idempotency-Key");
     if (!key) return next();
@@ -103,19 +112,24 @@ export function idempotency(sessions: Pool): Koa.Middleware<AppState> {
 
     const { session } = outcome;
     let lost: Error | undefined;
-    /** Commits the response with the claim; a lost session only frees the key (the answer is still sent). */
+    /**
+     * Commits the response with the claim and the handler's change. When that fails the answer is not
+     * sent: the change may not have been made, so the partner gets a 5xx and retries (a COMMIT lost in
+     * flight that did commit is then replayed).
+     */
     const keep = async (status: number, text: string) => {
       try {
         await session.query("UPDATE idempotency_keys SET response_status = $3, response_text = $4 WHERE partner_id = $1 AND key = $2", [partnerId, key, status, text]);
         await session.query("COMMIT");
       } catch (error) {
         lost = error as Error;
-        ctx.state.log.warn({ err: error }, "idempotency record not kept; a retry with this key will run again");
+        ctx.state.log.warn({ err: error }, "idempotency record and its change not committed; a retry with this key will run again");
+        throw error;
       }
     };
     try {
       try {
-        await next();
+        await inUnitOfWork(pool, session, next);
       } catch (error) {
         const status = (error as { status?: number }).status ?? 500;
         if (status >= 500) await session.query("ROLLBACK").catch((rollback: Error) => (lost = rollback));

@@ -3,7 +3,7 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules", "artifacts", "cache", ".data", "indexer/generated", "indexer/.ponder", "indexer/ponder-env.d.ts", "bench/results", "types"] },
+  { ignores: ["node_modules", "artifacts", "cache", ".data", "indexer/generated", "indexer/.ponder", "indexer/ponder-env.d.ts", "bench/results", "types", "sdk/dist", "sdk/src/generated"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

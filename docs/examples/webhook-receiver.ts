@@ -1,43 +1,33 @@
-// A partner's webhook endpoint for the offramp's deliveries (docs/webhooks.md).
+// A partner's webhook endpoint for the offramp's deliveries (docs/webhooks.md), checked by the SDK's
+// verifyWebhook (in your code: `import { verifyWebhook, WebhookVerificationError } from "@offramp/sdk"`).
 // Run: WEBHOOK_SECRET=whsec_... PORT=8080 node docs/examples/webhook-receiver.ts
-import { createHmac, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
+import { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookHeaders } from "../../sdk/src/index.ts";
+
+export type { WebhookEvent };
 
 // #region verify
-/** Deliveries whose X-Webhook-Timestamp is further than this from our clock are refused (replay guard). */
-export const TOLERANCE_SECONDS = 300;
-
-export interface WebhookEvent {
-  event: string;
-  timestamp: string;
-  data: { orderId: string; status: string; partnerUserRef: string; sequence: number; [field: string]: unknown };
-}
-
-export type Verdict = "ok" | "stale" | "bad-signature";
+/** What the check made of a delivery: "ok", or why it was refused. */
+export type Verdict = "ok" | WebhookVerificationError["reason"];
 
 /**
- * Checks one delivery. `rawBody` is the body exactly as received: never a re-serialized JSON object.
- * `secrets` are the webhook secrets accepted right now (the current one, plus the previous one for a
- * while after a rotation), each used whole, `whsec_` included.
+ * One delivery's answer: 200 with its event, 400 for a timestamp missing or more than 300 s from our
+ * clock, 401 for a signature that none of `secrets` gives. `rawBody` is the body exactly as received,
+ * never a re-serialized JSON object; `secrets` are the webhook secrets accepted right now (the current
+ * one, plus the previous one for a while after a rotation), each used whole, `whsec_` included.
  */
-export function verifyWebhook(options: {
-  rawBody: Buffer;
-  timestamp: string | undefined;
-  signature: string | undefined;
-  secrets: string[];
-  nowSeconds?: number;
-}): Verdict {
-  const { rawBody, timestamp, signature, secrets } = options;
-  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
-  if (!timestamp || !/^\d{1,12}$/.test(timestamp) || Math.abs(now - Number(timestamp)) > TOLERANCE_SECONDS) return "stale";
-  if (!signature || !/^[0-9a-f]{64}$/.test(signature)) return "bad-signature";
-  const received = Buffer.from(signature, "hex");
-  for (const secret of secrets) {
-    const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(rawBody).digest();
-    if (timingSafeEqual(expected, received)) return "ok";
+export function checkDelivery(
+  rawBody: Buffer,
+  headers: WebhookHeaders,
+  secrets: string[],
+): { status: 200; event: WebhookEvent } | { status: 400 | 401; verdict: Exclude<Verdict, "ok"> } {
+  try {
+    return { status: 200, event: verifyWebhook(rawBody, headers, secrets) };
+  } catch (error) {
+    if (error instanceof WebhookVerificationError) return { status: error.status, verdict: error.reason };
+    throw error;
   }
-  return "bad-signature";
 }
 // #endregion verify
 
@@ -62,21 +52,14 @@ export function createWebhookReceiver(options: {
       else chunks.push(chunk);
     });
     req.on("end", () => {
-      const rawBody = Buffer.concat(chunks);
-      const verdict = verifyWebhook({
-        rawBody,
-        timestamp: req.headers["x-webhook-timestamp"] as string | undefined,
-        signature: req.headers["x-webhook-signature"] as string | undefined,
-        secrets: options.secrets,
-      });
-      if (verdict === "stale") return void res.writeHead(400).end("stale or missing timestamp");
-      if (verdict === "bad-signature") return void res.writeHead(401).end("bad signature");
+      const checked = checkDelivery(Buffer.concat(chunks), req.headers, options.secrets);
+      if (checked.status !== 200) return void res.writeHead(checked.status).end(checked.verdict === "stale" ? "stale or missing timestamp" : "bad signature");
       res.writeHead(200).end();
       // Acknowledge first, work after: a slow handler must not make the delivery time out and repeat.
       const deliveryId = String(req.headers["x-webhook-id"]);
       setImmediate(() => {
         Promise.resolve()
-          .then(() => options.onEvent(JSON.parse(rawBody.toString("utf8")) as WebhookEvent, deliveryId))
+          .then(() => options.onEvent(checked.event, deliveryId))
           .catch((error: unknown) => console.error(`webhook ${deliveryId} failed in processing`, error));
       });
     });

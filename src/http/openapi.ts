@@ -57,9 +57,16 @@ function operation(group: RouteGroup, spec: RouteSpec) {
     parameters: [...params, ...query, ...headers],
     ...(spec.body ? { requestBody: { required: true, content: { "application/json": { schema: spec.body } } } } : {}),
     responses,
-    ...(group.security === "apiKey" ? { security: [{ apiKey: [] }] } : group.security === "bearer" ? { security: [{ adminToken: [] }] } : {}),
+    // An open operation says so (`security: []`) rather than leaving readers to guess.
+    security: group.security === "none" ? [] : [{ [SCHEME_NAME[group.security]]: [] }],
   };
 }
+
+const SECURITY_SCHEMES = {
+  apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+  adminToken: { type: "http", scheme: "bearer" },
+} as const;
+const SCHEME_NAME = { apiKey: "apiKey", bearer: "adminToken" } as const;
 
 /** The OpenAPI 3.1 document (ajv-only keywords stay as `x-` extensions, which OpenAPI allows), generated from the same route specs whose schemas validate requests. */
 export function buildOpenApiDocument(options: { title: string; version: string; serverUrl: string; groups: RouteGroup[] }) {
@@ -76,11 +83,11 @@ export function buildOpenApiDocument(options: { title: string; version: string; 
     info: { title: options.title, version: options.version },
     servers: [{ url: options.serverUrl }],
     paths,
+    // Only the schemes this document's operations use: an unused one would only mislead.
     components: {
-      securitySchemes: {
-        apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
-        adminToken: { type: "http", scheme: "bearer" },
-      },
+      securitySchemes: Object.fromEntries(
+        [...new Set(options.groups.map((group) => group.security))].flatMap((security) => (security === "none" ? [] : [[SCHEME_NAME[security], SECURITY_SCHEMES[SCHEME_NAME[security]]]])),
+      ),
     },
   };
 }

@@ -9,7 +9,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Router } from "@koa/router";
 import Koa from "koa";
-import { verifyWebhook, type Verdict } from "../../../docs/examples/webhook-receiver.ts";
+import { checkDelivery, type Verdict } from "../../../docs/examples/webhook-receiver.ts";
 import { createCepPortalSimulator, type CepPortalSimulator } from "../../sandbox/simulators/cep-portal.ts";
 
 export interface Delivery {
@@ -73,8 +73,9 @@ export async function startOutside(): Promise<Outside> {
         return Array.isArray(value) ? value[0] : value;
       };
       const secret = secrets.get(partner);
-      const verdict = verifyWebhook({ rawBody, timestamp: header("x-webhook-timestamp"), signature: header("x-webhook-signature"), secrets: secret ? [secret] : [] });
-      const answered = down ? 500 : verdict === "ok" ? 200 : verdict === "stale" ? 400 : 401;
+      const checked = checkDelivery(rawBody, request.headers, secret ? [secret] : []);
+      const verdict: Verdict = checked.status === 200 ? "ok" : checked.verdict;
+      const answered = down ? 500 : checked.status;
       let parsed: { event?: string; data?: { orderId?: string; sequence?: number } } = {};
       try {
         parsed = JSON.parse(rawBody.toString("utf8")) as typeof parsed;

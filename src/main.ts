@@ -206,7 +206,7 @@ function surfaces(deps: {
     logger,
     sandbox: config.sandbox,
     rates: { rates: outside.rates, validitySeconds: config.rateValiditySeconds, quoteTtlSeconds: config.quoteTtlSeconds },
-    kyc: { provider: outside.kycProvider, otherSession: applyBuyerKycCallback },
+    kyc: { provider: outside.kycProvider, otherSession: applyBuyerKycCallback, rateLimits },
     orders: chain && { pool, ports, creation: chain.creation, view: chain.view },
   });
   const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema });
@@ -236,6 +236,7 @@ function surfaces(deps: {
       kycProvider: outside.kycProvider,
       indexerSchema: options.indexerSchema,
       sandboxRoutes: sandbox?.marketRoutes,
+      rateLimits,
     });
   return [partner, admin, ...(sandbox ? [sandbox] : []), dashboard, ...(market ? [market] : [])];
 }

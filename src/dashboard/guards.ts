@@ -2,6 +2,8 @@ import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
 import { CsrfFailedError, ForbiddenError, UnauthorizedError } from "../domain/errors.ts";
 import type { AppContext, AppState } from "../http/context.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
+import { DASHBOARD_SESSION_REQUESTS_PER_MINUTE, limitSessions } from "../http/middleware/surface-limits.ts";
 import type { AuditContext } from "../partners/audit.ts";
 import { csrfTokenOf, sameToken } from "./credentials.ts";
 import type { Member, Role } from "./members.ts";
@@ -63,10 +65,11 @@ export function clearSessionCookie(ctx: AppContext, secure: boolean): void {
 
 /**
  * The guards of a session route: a live session, the CSRF header on every change, and at least
- * `role`. Dashboard answers are never cached.
+ * `role`. Dashboard answers are never cached. Each member's sessions share one rate-limit window; a
+ * refused cookie is counted against its address (decisions 19).
  */
-export function sessionGuards(pool: Pool, role: Role = "VIEWER"): Koa.Middleware<AppState>[] {
-  const session: Koa.Middleware<AppState> = async (ctx, next) => {
+export function sessionGuards(pool: Pool, role: Role, rateLimits: RateLimits): Koa.Middleware<AppState>[] {
+  const live: Koa.Middleware<AppState> = async (ctx, next) => {
     ctx.set("Cache-Control", "no-store");
     const token = readSessionCookie(ctx);
     const member = token ? await findSession(pool, token) : undefined;
@@ -74,6 +77,7 @@ export function sessionGuards(pool: Pool, role: Role = "VIEWER"): Koa.Middleware
     sessions.set(ctx.state, { member, token });
     await next();
   };
+  const session = limitSessions(live, { rateLimits, surface: "dashboard", limit: DASHBOARD_SESSION_REQUESTS_PER_MINUTE, holderOf: (ctx) => currentMember(ctx).id });
   const csrf: Koa.Middleware<AppState> = async (ctx, next) => {
     if (CHANGES.has(ctx.method)) {
       const presented = ctx.get("X-CSRF-Token");

@@ -22,6 +22,8 @@ import { csrfTokenOf, hashToken, verifyAgainstNothing, verifyPassword, MIN_PASSW
 import { clearSessionCookie, currentMember, currentSession, memberAudit, sessionGuards, setSessionCookie } from "./guards.ts";
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { claimAttempt, createSession, deleteSession, forgiveAttempt } from "./sessions.ts";
+import { rateLimitAddress } from "../domain/ip-allow-list.ts";
+import { limitPerAddress } from "../http/middleware/surface-limits.ts";
 import { partnerUsage } from "./usage.ts";
 import type { Clock, RateLimits } from "../http/middleware/rate-limit.ts";
 
@@ -101,14 +103,16 @@ function partnerDeliveryRecord(record: AdminDeliveryRecord) {
 /** `/dashboard/v1` (decisions section 18). Each session route carries its own guards: session, CSRF, role. */
 export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): void {
   const { pool } = deps;
-  const guarded = (role: Role) => sessionGuards(pool, role);
+  const guarded = (role: Role) => sessionGuards(pool, role, deps.rateLimits);
+  // Sign-in and invitations take no credential: counted per client address (decisions 19).
+  const perAddress = limitPerAddress(deps.rateLimits, "dashboard");
   const add = <Body = unknown, Query = unknown>(spec: RouteSpec & { role?: Role }, handler: (ctx: AppContext, input: { body: Body; query: Query; params: Record<string, string> }) => Promise<void>) => {
     const { role, ...rest } = spec;
     const session = role !== undefined;
     group.add<Body, Query>(
       {
         ...rest,
-        ...(session ? { guards: guarded(role), errors: [...SESSION_ERRORS, ...(rest.errors ?? [])] } : {}),
+        ...(session ? { guards: guarded(role), errors: [...SESSION_ERRORS, ...(rest.errors ?? [])] } : { guards: [perAddress] }),
         description: [rest.description, session ? `Needs a session${rest.method === "get" ? "" : " and X-CSRF-Token"}; role ${role} or above.` : "Needs no session and no CSRF header."]
           .filter(Boolean)
           .join(" "),
@@ -139,7 +143,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       errors: ["VALIDATION_ERROR", "INVALID_CREDENTIALS", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
-      const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${ctx.ip}`];
+      const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${rateLimitAddress(ctx.ip)}`];
       const attempt = await claimAttempt(pool, buckets, deps.clock.now());
       const member = await findMemberByEmail(pool, body.email);
       const valid = member?.passwordHash ? await verifyPassword(body.password, member.passwordHash) : await verifyAgainstNothing(body.password);
@@ -195,7 +199,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       tag: "Session",
       summary: "Accept an invitation: set the password, and be signed in",
       description: `Password at least ${MIN_PASSWORD_LENGTH} characters. Unknown or used invitation 404, past 72 hours 410. Throttled like sign-in (per address and per invitation). Needs no session and no CSRF header.`,
-      guards: [hideToken],
+      guards: [hideToken, perAddress],
       body: {
         type: "object",
         additionalProperties: false,
@@ -207,7 +211,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx, { body, params }) => {
       const token = params.token!;
-      const buckets = [`invite-ip:${ctx.ip}`, `invite-token:${hashToken(token).toString("hex")}`];
+      const buckets = [`invite-ip:${rateLimitAddress(ctx.ip)}`, `invite-token:${hashToken(token).toString("hex")}`];
       const attempt = await claimAttempt(pool, buckets, deps.clock.now());
       let member: Member;
       try {

@@ -1,6 +1,7 @@
 import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, RateLimitedError } from "../domain/errors.ts";
+import { rateLimitAddress } from "../domain/ip-allow-list.ts";
 import type { KycLevel } from "../domain/kyc.ts";
 import { bearerToken, type AppState } from "../http/context.ts";
 import { countRequest } from "../http/middleware/rate-limit.ts";
@@ -41,7 +42,7 @@ export interface MarketRouteDeps {
 /** The sign-in routes' guard: a per-address request budget (they are the market's only unauthenticated writes). */
 export function signInRateLimit(db: Pool): Koa.Middleware<AppState> {
   return async (ctx, next) => {
-    const window = await countRequest(db, `market-auth:${ctx.ip}`, MARKET_AUTH_REQUESTS_PER_MINUTE);
+    const window = await countRequest(db, `market-auth:${rateLimitAddress(ctx.ip)}`, MARKET_AUTH_REQUESTS_PER_MINUTE);
     if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
     await next();
   };

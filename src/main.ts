@@ -218,7 +218,7 @@ function surfaces(deps: {
     view: chain?.view,
     webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
     secureCookie: !config.sandbox,
-    publicUrl: deps.baseUrl,
+    publicUrl: config.publicUrl ?? deps.baseUrl,
     rateLimits,
     partnerChanged: credentials.forget,
     clock: options.clock ?? systemClock,
@@ -237,6 +237,7 @@ function surfaces(deps: {
       indexerSchema: options.indexerSchema,
       sandboxRoutes: sandbox?.marketRoutes,
       rateLimits,
+      publicUrl: config.publicUrl ?? deps.baseUrl,
     });
   return [partner, admin, ...(sandbox ? [sandbox] : []), dashboard, ...(market ? [market] : [])];
 }

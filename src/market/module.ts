@@ -49,6 +49,8 @@ export function marketModule(deps: {
   indexerSchema: string | undefined;
   sandboxRoutes: ((market: RouteGroup, deps: Pick<MarketRouteDeps, "pool" | "policy" | "indexerSchema">) => void) | undefined;
   rateLimits: RateLimits;
+  /** The service's public origin (PUBLIC_URL): the sign-in messages' domain and URI. */
+  publicUrl: string;
 }): Surface {
   const { config, pool } = deps;
   const policy = buyerPolicy(config);
@@ -61,7 +63,7 @@ export function marketModule(deps: {
     logger: deps.logger,
     sandbox: config.sandbox,
     policy,
-    signIn: { pool, chainId: deps.gateway.settings.chainId, publicClient: deps.gateway.publicClient, policy },
+    signIn: { pool, chainId: deps.gateway.settings.chainId, publicClient: deps.gateway.publicClient, policy, publicUrl: deps.publicUrl },
     issuePermit: deps.permits,
     ports: deps.ports,
     kycProvider: deps.kycProvider,

@@ -65,14 +65,15 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       path: "/auth/challenge",
       tag: "Sign-in",
       summary: "A Sign-In with Ethereum (EIP-4361) message for the wallet to sign",
-      description: "The message names this service's host as its domain, the chain id, a single-use nonce and a 5-minute expiry.",
+      description:
+        "The message names this service's public origin (PUBLIC_URL, never the request's Host) as its domain and URI, the chain id, a single-use nonce and a 5-minute expiry.",
       body: { type: "object", additionalProperties: false, required: ["address"], properties: { address: WALLET } },
       responses: { 201: { description: "{ message, expiresAt }", schema: { type: "object", properties: { message: { type: "string" }, expiresAt: { type: "string", format: "date-time" } } } } },
       errors: ["VALIDATION_ERROR", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
       ctx.status = 201;
-      ctx.body = await issueChallenge(deps.signIn, { address: body.address, host: ctx.host, origin: `${ctx.protocol}://${ctx.host}` });
+      ctx.body = await issueChallenge(deps.signIn, { address: body.address });
     },
   );
 
@@ -84,7 +85,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       summary: "Open a buyer session with the signed message",
       description:
         "`token` is `mks_` + 64 hex, valid 24 h; only its hash is stored. 401 INVALID_SIGNATURE when the signature is not the wallet's, " +
-        "or the message was not issued here, was already used or has expired.",
+        "or the message was not issued here (or names another domain than this service's), was already used or has expired.",
       body: {
         type: "object",
         additionalProperties: false,

@@ -237,3 +237,14 @@ test("a client that trickles its headers (slowloris) is answered 408 and cut off
   assert.ok(seconds >= 9 && seconds < 13, `closed after ${seconds.toFixed(1)} s`);
   assert.match(received, /^HTTP\/1\.1 408 /);
 });
+
+test("a request Node cannot parse answers 400 VALIDATION_ERROR in the spec's shape", async () => {
+  const url = new URL(service.baseUrl);
+  const socket = net.connect(Number(url.port), url.hostname);
+  let received = "";
+  socket.on("data", (chunk: Buffer) => (received += chunk.toString("utf8")));
+  socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n");
+  await new Promise((resolve) => socket.once("close", resolve));
+  assert.match(received, /^HTTP\/1\.1 400 /);
+  assert.deepEqual(JSON.parse(received.slice(received.indexOf("\r\n\r\n") + 4)), { error: "VALIDATION_ERROR", message: "The request is not valid HTTP" });
+});

@@ -45,6 +45,11 @@ export interface Config {
   webhookConcurrencyPerEndpoint: number;
   /** Proxies in front of the service (0: none): the client address is that many hops from the right of X-Forwarded-For. */
   trustProxy: number;
+  /**
+   * PUBLIC_URL: the origin buyers and members reach the service at (the Sign-In with Ethereum domain,
+   * invitation links); unset, the address the API listens on (`http://HOST:PORT`).
+   */
+  publicUrl: string | undefined;
   /** Unset in sandbox: the built-in simulator. */
   banxicoSieUrl: string | undefined;
   banxicoToken: string | undefined;
@@ -104,6 +109,17 @@ function proxyCount(env: Env, name: string): number {
     throw new ConfigError(name, `must be false or the number of proxies in front of the service (1, 2...), got "${raw}"`);
   }
   return Number(raw);
+}
+
+/** An absolute http(s) origin (`https://offramp.example`, a port allowed): nothing after the host, no credentials. */
+function origin(env: Env, name: string): string | undefined {
+  const raw = url(env, name);
+  if (raw === undefined) return undefined;
+  const parsed = new URL(raw);
+  if (parsed.username || parsed.password || parsed.pathname !== "/" || parsed.search || parsed.hash) {
+    throw new ConfigError(name, `must be an origin such as https://offramp.example (no path, query or credentials), got "${raw}"`);
+  }
+  return parsed.origin;
 }
 
 function url(env: Env, name: string): string | undefined {
@@ -191,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: boolean(env, "WEBHOOK_ALLOW_PRIVATE", sandbox),
     webhookConcurrencyPerEndpoint: integer(env, "WEBHOOK_CONCURRENCY_PER_ENDPOINT", 16, 1, 1000),
     trustProxy: proxyCount(env, "TRUST_PROXY"),
+    publicUrl: origin(env, "PUBLIC_URL"),
     banxicoSieUrl: url(env, "BANXICO_SIE_URL"),
     banxicoToken: text(env, "BANXICO_TOKEN"),
     fallbackRateUrl: url(env, "FALLBACK_RATE_URL"),

@@ -207,7 +207,7 @@ function surfaces(deps: {
     logger,
     sandbox: config.sandbox,
     rates: { rates: outside.rates, validitySeconds: config.rateValiditySeconds, quoteTtlSeconds: config.quoteTtlSeconds },
-    kyc: { provider: outside.kycProvider, otherSession: applyBuyerKycCallback },
+    kyc: { provider: outside.kycProvider, otherSession: applyBuyerKycCallback, rateLimits },
     orders: chain && { pool, ports, creation: chain.creation, view: chain.view },
   });
   const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema });
@@ -219,7 +219,7 @@ function surfaces(deps: {
     view: chain?.view,
     webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
     secureCookie: !config.sandbox,
-    publicUrl: deps.baseUrl,
+    publicUrl: config.publicUrl ?? deps.baseUrl,
     rateLimits,
     partnerChanged: credentials.forget,
     clock: options.clock ?? systemClock,
@@ -237,6 +237,8 @@ function surfaces(deps: {
       kycProvider: outside.kycProvider,
       indexerSchema: options.indexerSchema,
       sandboxRoutes: sandbox?.marketRoutes,
+      rateLimits,
+      publicUrl: config.publicUrl ?? deps.baseUrl,
     });
   return [partner, admin, ...(sandbox ? [sandbox] : []), dashboard, ...(market ? [market] : [])];
 }

@@ -1,5 +1,6 @@
 import type { Pool } from "../db/pool.ts";
 import type { Surface } from "../http/app.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
 import { healthRoutes } from "../http/health-routes.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import { kycCallbackRouter, type OtherKycSession } from "../kyc/callback-routes.ts";
@@ -23,7 +24,7 @@ export function partnerApi(deps: {
   logger: Logger;
   sandbox: boolean;
   rates: { rates: ExchangeRates; validitySeconds: number; quoteTtlSeconds: number };
-  kyc: { provider: KycProviderClient; otherSession: OtherKycSession };
+  kyc: { provider: KycProviderClient; otherSession: OtherKycSession; rateLimits: RateLimits };
   orders: (OrderRouteDeps & { ports: OrderEffectPorts }) | undefined;
 }): Surface {
   const { pool, logger } = deps;
@@ -40,6 +41,6 @@ export function partnerApi(deps: {
       kycRoutes(partner, { pool, provider: deps.kyc.provider, sandbox: deps.sandbox, logger });
       partnerWebhookRoutes(partner, { pool });
     },
-    routers: [kycCallbackRouter({ pool, provider: deps.kyc.provider, otherSession: deps.kyc.otherSession, logger })],
+    routers: [kycCallbackRouter({ pool, provider: deps.kyc.provider, otherSession: deps.kyc.otherSession, rateLimits: deps.kyc.rateLimits, logger })],
   };
 }

@@ -2,6 +2,8 @@ import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
 import { CsrfFailedError, ForbiddenError, UnauthorizedError } from "../domain/errors.ts";
 import type { AppContext, AppState } from "../http/context.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
+import { DASHBOARD_SESSION_REQUESTS_PER_MINUTE, limitSessions } from "../http/middleware/surface-limits.ts";
 import type { AuditContext } from "../partners/audit.ts";
 import { assertPartnerInGoodStanding, getPartner } from "../partners/partners.ts";
 import { csrfTokenOf, sameToken } from "./credentials.ts";
@@ -64,12 +66,15 @@ export function clearSessionCookie(ctx: AppContext, secure: boolean): void {
 }
 
 /**
+/**
  * The guards of a session route: a live session, the CSRF header on every change, at least `role`, and
  * on every change a partner in good standing (403 PARTNER_INACTIVE or PARTNER_SUSPENDED, as its API key
- * gets; not for `whilePartnerInactive` routes: signing out). Dashboard answers are never cached.
+ * gets; not for `whilePartnerInactive` routes: signing out). Dashboard answers are never cached. Each
+ * member's sessions share one rate-limit window; a refused cookie is counted against its address
+ * (decisions 19).
  */
-export function sessionGuards(pool: Pool, role: Role = "VIEWER", options: { whilePartnerInactive?: boolean } = {}): Koa.Middleware<AppState>[] {
-  const session: Koa.Middleware<AppState> = async (ctx, next) => {
+export function sessionGuards(pool: Pool, role: Role, rateLimits: RateLimits, options: { whilePartnerInactive?: boolean } = {}): Koa.Middleware<AppState>[] {
+  const live: Koa.Middleware<AppState> = async (ctx, next) => {
     ctx.set("Cache-Control", "no-store");
     const token = readSessionCookie(ctx);
     const member = token ? await findSession(pool, token) : undefined;
@@ -77,6 +82,7 @@ export function sessionGuards(pool: Pool, role: Role = "VIEWER", options: { whil
     sessions.set(ctx.state, { member, token });
     await next();
   };
+  const session = limitSessions(live, { rateLimits, surface: "dashboard", limit: DASHBOARD_SESSION_REQUESTS_PER_MINUTE, holderOf: (ctx) => currentMember(ctx).id });
   const csrf: Koa.Middleware<AppState> = async (ctx, next) => {
     if (CHANGES.has(ctx.method)) {
       const presented = ctx.get("X-CSRF-Token");

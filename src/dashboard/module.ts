@@ -35,7 +35,8 @@ export function dashboardModule(deps: DashboardRouteDeps): Surface {
 function dashboardDocument(group: RouteGroup) {
   const document = buildOpenApiDocument({ title: "Offramp partner dashboard API", version: "1.0.0", serverUrl: DASHBOARD_PREFIX, groups: [group] });
   for (const spec of group.specs) {
-    if (!spec.guards || spec.path.startsWith("/invitations/")) continue;
+    // Session routes are those that can answer UNAUTHORIZED (sign-in and invitations have guards too: their per-address limit).
+    if (!spec.errors?.includes("UNAUTHORIZED")) continue;
     const operation = document.paths[spec.path.replace(/:([A-Za-z_]+)/g, "{$1}")]![spec.method] as { security?: unknown; parameters: unknown[] };
     operation.security = [{ session: [] }];
     if (spec.method !== "get") {

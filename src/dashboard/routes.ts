@@ -23,6 +23,8 @@ import { clearSessionCookie, currentMember, currentSession, memberAudit, session
 import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { createSession, deleteSession, signInFailures } from "./sessions.ts";
 import { judgeAttempt, refuseWhenExhausted } from "../http/auth-failures.ts";
+import { rateLimitAddress } from "../domain/ip-allow-list.ts";
+import { limitPerAddress } from "../http/middleware/surface-limits.ts";
 import { partnerUsage } from "./usage.ts";
 import type { Clock, RateLimits } from "../http/middleware/rate-limit.ts";
 
@@ -104,6 +106,8 @@ function partnerDeliveryRecord(record: AdminDeliveryRecord) {
 /** `/dashboard/v1` (decisions section 18). Each session route carries its own guards: session, CSRF, role. */
 export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): void {
   const { pool } = deps;
+  // Sign-in and invitations take no credential: counted per client address (decisions 19).
+  const perAddress = limitPerAddress(deps.rateLimits, "dashboard");
   const add = <Body = unknown, Query = unknown>(
     spec: RouteSpec & { role?: Role; whilePartnerInactive?: boolean },
     handler: (ctx: AppContext, input: { body: Body; query: Query; params: Record<string, string> }) => Promise<void>,
@@ -114,7 +118,9 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     group.add<Body, Query>(
       {
         ...rest,
-        ...(session ? { guards: sessionGuards(pool, role, { whilePartnerInactive }), errors: [...SESSION_ERRORS, ...standingErrors, ...(rest.errors ?? [])] } : {}),
+        ...(session
+          ? { guards: sessionGuards(pool, role, deps.rateLimits, { whilePartnerInactive }), errors: [...SESSION_ERRORS, ...standingErrors, ...(rest.errors ?? [])] }
+          : { guards: [perAddress] }),
         description: [
           rest.description,
           session ? `Needs a session${rest.method === "get" ? "" : " and X-CSRF-Token"}; role ${role} or above.` : "Needs no session and no CSRF header.",
@@ -149,7 +155,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       errors: ["VALIDATION_ERROR", "INVALID_CREDENTIALS", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
-      const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${ctx.ip}`];
+      const buckets = [`signin-email:${normaliseEmail(body.email)}`, `signin-ip:${rateLimitAddress(ctx.ip)}`];
       const failures = signInFailures(deps.clock.now());
       await refuseWhenExhausted(pool, buckets, failures);
       const member = await findMemberByEmail(pool, body.email);
@@ -207,7 +213,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       tag: "Session",
       summary: "Accept an invitation: set the password, and be signed in",
       description: `Password at least ${MIN_PASSWORD_LENGTH} characters. Unknown or used invitation 404, past 72 hours 410. Throttled like sign-in (per address and per invitation). Needs no session and no CSRF header.`,
-      guards: [hideToken],
+      guards: [hideToken, perAddress],
       body: {
         type: "object",
         additionalProperties: false,
@@ -219,7 +225,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
     },
     async (ctx, { body, params }) => {
       const token = params.token!;
-      const buckets = [`invite-ip:${ctx.ip}`, `invite-token:${hashToken(token).toString("hex")}`];
+      const buckets = [`invite-ip:${rateLimitAddress(ctx.ip)}`, `invite-token:${hashToken(token).toString("hex")}`];
       const failures = signInFailures(deps.clock.now());
       await refuseWhenExhausted(pool, buckets, failures);
       // An unknown, used or expired invitation is a failed guess; it is judged before the password is hashed.

@@ -46,3 +46,17 @@ export function isAddressAllowed(clientAddress: string, allowList: readonly stri
     return exact.kind() === client.kind() && exact.toNormalizedString() === client.toNormalizedString();
   });
 }
+
+/**
+ * The address a per-address rate limit counts (decisions section 19): an IPv4 address itself, an IPv6
+ * address by its /64, the network one subscriber is given (a host there takes any of its 2^64 addresses
+ * at will). IPv4-mapped IPv6 is IPv4. Anything else (an X-Forwarded-For entry that is no address) is its
+ * own key, cut short.
+ */
+export function rateLimitAddress(clientAddress: string): string {
+  if (!isStandardAddress(clientAddress)) return `other:${clientAddress.slice(0, 64)}`;
+  const address = normalize(ipaddr.parse(clientAddress));
+  if (address.kind() === "ipv4") return address.toString();
+  const network = (address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16));
+  return `${network.join(":")}::/64`;
+}

@@ -8,6 +8,8 @@ export type { OtherKycSession };
 import type { Logger } from "../logger.ts";
 import type { AppState } from "../http/context.ts";
 import { jsonBody } from "../http/middleware/json-body.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
+import { limitRefusals } from "../http/middleware/surface-limits.ts";
 import { createRouter } from "../http/router.ts";
 
 /** Where the KYC provider posts its signed decision and screening webhooks (outside /api/v1, no API key). */
@@ -20,10 +22,18 @@ export const KYC_CALLBACK_PATH = "/callbacks/kyc";
  * compressed body) makes the signature fail, so it is refused, never accepted. Unsigned or wrongly signed:
  * 401 UNAUTHORIZED; signed but not a decision or screening payload: 400 VALIDATION_ERROR; unknown session:
  * 404 NOT_FOUND. In each case nothing changes. A replayed callback answers 200 and changes nothing.
+ * Refused callbacks from one address past ADDRESS_REQUESTS_PER_MINUTE a minute answer 429 RATE_LIMITED.
  */
-export function kycCallbackRouter(deps: { pool: Pool; provider: Pick<KycProviderClient, "verifyDecisionCallback">; otherSession: OtherKycSession; logger?: Logger }): Router<AppState> {
+export function kycCallbackRouter(deps: {
+  pool: Pool;
+  provider: Pick<KycProviderClient, "verifyDecisionCallback">;
+  otherSession: OtherKycSession;
+  rateLimits: RateLimits;
+  logger?: Logger;
+}): Router<AppState> {
   const router = createRouter();
-  router.post(KYC_CALLBACK_PATH, jsonBody(), async (ctx) => {
+  // Signed callbacks are never limited (the provider's bursts must get through); unsigned ones are counted per address.
+  router.post(KYC_CALLBACK_PATH, limitRefusals(deps.rateLimits, "kyc-callback"), jsonBody(), async (ctx) => {
     const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
     const raw = typeof rawBody === "string" ? Buffer.from(rawBody, "utf8") : Buffer.alloc(0);
     let decision;

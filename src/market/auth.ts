@@ -49,18 +49,24 @@ export interface SignInDeps {
   chainId: number;
   publicClient: Pick<PublicClient, "verifySiweMessage">;
   policy: BuyerPolicy;
+  /** PUBLIC_URL: the origin whose host is every message's domain (decisions 17), never the request's Host. */
+  publicUrl: string;
 }
 
-/** A SIWE message for this service (the request's host as domain), with a fresh single-use nonce. */
-export async function issueChallenge(deps: SignInDeps, input: { address: string; host: string; origin: string; now?: Date }) {
+/**
+ * A SIWE message for this service, with a fresh single-use nonce. Its domain is PUBLIC_URL's host,
+ * whatever `Host` or `X-Forwarded-Host` the request carried: a phishing page that relays the challenge
+ * gets a message naming this service, which a wallet shows as not the page the buyer is on.
+ */
+export async function issueChallenge(deps: SignInDeps, input: { address: string; now?: Date }) {
   const now = input.now ?? new Date();
   const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_SECONDS * 1000);
   const nonce = generateSiweNonce();
   const message = createSiweMessage({
-    domain: input.host,
+    domain: new URL(deps.publicUrl).host,
     address: getAddress(input.address),
     statement: SIWE_STATEMENT,
-    uri: input.origin,
+    uri: deps.publicUrl,
     version: "1",
     chainId: deps.chainId,
     nonce,
@@ -77,8 +83,8 @@ export async function issueChallenge(deps: SignInDeps, input: { address: string;
 }
 
 /**
- * Opens a session for a signed challenge: the message must be one issued here (same bytes), unused and
- * unexpired, and the signature that wallet's (EOA, or a contract wallet through ERC-1271/6492). The nonce
+ * Opens a session for a signed challenge: the message must be one issued here (same bytes) naming this
+ * service's domain and URI, unused and unexpired, and the signature that wallet's (EOA, or a contract wallet through ERC-1271/6492). The nonce
  * is used up in the same statement that checks it, so two concurrent sign-ins with one message get one
  * session.
  */
@@ -91,6 +97,8 @@ export async function openSession(deps: SignInDeps, input: { message: string; si
     throw new InvalidSignatureError("The message is not a sign-in message issued by this service");
   }
   if (!parsed.nonce || !parsed.address || !parsed.domain) throw new InvalidSignatureError("The message is not a sign-in message issued by this service");
+  const domain = new URL(deps.publicUrl).host;
+  if (parsed.domain !== domain || parsed.uri !== deps.publicUrl) throw new InvalidSignatureError(`The message is for another site than ${domain}`);
   const { rows } = await deps.pool.query<{ wallet: string; message_hash: string; expires_at: Date; used_at: Date | null }>(
     "SELECT wallet, message_hash, expires_at, used_at FROM market_nonces WHERE nonce = $1",
     [parsed.nonce],
@@ -102,7 +110,7 @@ export async function openSession(deps: SignInDeps, input: { message: string; si
   if (issued.used_at) throw new InvalidSignatureError("The sign-in message was already used");
   if (issued.expires_at.getTime() <= now.getTime()) throw new InvalidSignatureError("The sign-in message has expired");
   const valid = await deps.publicClient
-    .verifySiweMessage({ message: input.message, signature: input.signature as Hex, address: parsed.address, nonce: parsed.nonce, domain: parsed.domain, time: now })
+    .verifySiweMessage({ message: input.message, signature: input.signature as Hex, address: parsed.address, nonce: parsed.nonce, domain, time: now })
     .catch(() => false);
   if (!valid) throw new InvalidSignatureError(`The signature is not ${getAddress(parsed.address)}'s signature of the message`);
   const used = await deps.pool.query("UPDATE market_nonces SET used_at = now() WHERE nonce = $1 AND used_at IS NULL AND expires_at > now()", [parsed.nonce]);

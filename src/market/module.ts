@@ -6,12 +6,14 @@ import type { SanctionsList } from "../domain/sanctions.ts";
 import type { Surface } from "../http/app.ts";
 import type { AppState } from "../http/context.ts";
 import { buildOpenApiDocument } from "../http/openapi.ts";
+import type { RateLimits } from "../http/middleware/rate-limit.ts";
+import { limitSessions, MARKET_SESSION_REQUESTS_PER_MINUTE } from "../http/middleware/surface-limits.ts";
 import { RouteGroup } from "../http/routes.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
 import { adminBuyerRoutes } from "./admin-routes.ts";
-import { buyerSessionGuard } from "./auth.ts";
+import { buyerSessionGuard, currentBuyer } from "./auth.ts";
 import type { BuyerPolicy } from "./buyers.ts";
 import { marketPageRouter } from "./page.ts";
 import { createPermitIssuer, type PermitIssuer } from "./permits.ts";
@@ -46,18 +48,23 @@ export function marketModule(deps: {
   kycProvider: Pick<KycProviderClient, "createSession">;
   indexerSchema: string | undefined;
   sandboxRoutes: ((market: RouteGroup, deps: Pick<MarketRouteDeps, "pool" | "policy" | "indexerSchema">) => void) | undefined;
+  rateLimits: RateLimits;
+  /** The service's public origin (PUBLIC_URL): the sign-in messages' domain and URI. */
+  publicUrl: string;
 }): Surface {
   const { config, pool } = deps;
   const policy = buyerPolicy(config);
   const open = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [signInRateLimit(pool)] });
   const book = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [bookRateLimit(pool)] });
-  const market = new RouteGroup({ prefix: MARKET_PREFIX, security: "bearer", guards: [buyerSessionGuard(pool)] });
+  // Each buyer's sessions share one rate-limit window; refused tokens count against their address (decisions 19).
+  const sessionGuard = limitSessions(buyerSessionGuard(pool), { rateLimits: deps.rateLimits, surface: "market", limit: MARKET_SESSION_REQUESTS_PER_MINUTE, holderOf: currentBuyer });
+  const market = new RouteGroup({ prefix: MARKET_PREFIX, security: "bearer", guards: [sessionGuard] });
   const routeDeps = {
     pool,
     logger: deps.logger,
     sandbox: config.sandbox,
     policy,
-    signIn: { pool, chainId: deps.gateway.settings.chainId, publicClient: deps.gateway.publicClient, policy },
+    signIn: { pool, chainId: deps.gateway.settings.chainId, publicClient: deps.gateway.publicClient, policy, publicUrl: deps.publicUrl },
     issuePermit: deps.permits,
     ports: deps.ports,
     kycProvider: deps.kycProvider,

@@ -1,6 +1,7 @@
 import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, RateLimitedError } from "../domain/errors.ts";
+import { rateLimitAddress } from "../domain/ip-allow-list.ts";
 import type { KycLevel } from "../domain/kyc.ts";
 import { bearerToken, type AppState } from "../http/context.ts";
 import { countRequest } from "../http/middleware/rate-limit.ts";
@@ -43,7 +44,7 @@ export interface MarketRouteDeps {
 /** A per-address request budget of the market's unauthenticated routes, one bucket per group. */
 function addressRateLimit(db: Pool, bucket: string, perMinute: number): Koa.Middleware<AppState> {
   return async (ctx, next) => {
-    const window = await countRequest(db, `${bucket}:${ctx.ip}`, perMinute);
+    const window = await countRequest(db, `${bucket}:${rateLimitAddress(ctx.ip)}`, perMinute);
     if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
     await next();
   };
@@ -76,14 +77,15 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       path: "/auth/challenge",
       tag: "Sign-in",
       summary: "A Sign-In with Ethereum (EIP-4361) message for the wallet to sign",
-      description: "The message names this service's host as its domain, the chain id, a single-use nonce and a 5-minute expiry.",
+      description:
+        "The message names this service's public origin (PUBLIC_URL, never the request's Host) as its domain and URI, the chain id, a single-use nonce and a 5-minute expiry.",
       body: { type: "object", additionalProperties: false, required: ["address"], properties: { address: WALLET } },
       responses: { 201: { description: "{ message, expiresAt }", schema: { type: "object", properties: { message: { type: "string" }, expiresAt: { type: "string", format: "date-time" } } } } },
       errors: ["VALIDATION_ERROR", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
       ctx.status = 201;
-      ctx.body = await issueChallenge(deps.signIn, { address: body.address, host: ctx.host, origin: `${ctx.protocol}://${ctx.host}` });
+      ctx.body = await issueChallenge(deps.signIn, { address: body.address });
     },
   );
 
@@ -95,7 +97,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       summary: "Open a buyer session with the signed message",
       description:
         "`token` is `mks_` + 64 hex, valid 24 h; only its hash is stored. 401 INVALID_SIGNATURE when the signature is not the wallet's, " +
-        "or the message was not issued here, was already used or has expired.",
+        "or the message was not issued here (or names another domain than this service's), was already used or has expired.",
       body: {
         type: "object",
         additionalProperties: false,

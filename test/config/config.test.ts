@@ -158,6 +158,10 @@ const badValues: [string, string][] = [
   ["SANDBOX_USD_MXN", "0"],
   ["SANDBOX_USD_MXN", "-17.25"],
   ["LOG_LEVEL", "loud"],
+  ["PUBLIC_URL", "offramp.example"],
+  ["PUBLIC_URL", "ftp://offramp.example"],
+  ["PUBLIC_URL", "https://offramp.example/market"],
+  ["PUBLIC_URL", "https://user:pass@offramp.example"],
 ];
 for (const [variable, value] of badValues) {
   test(`${variable}="${value}" stops with a ConfigError naming ${variable}`, () => {
@@ -213,4 +217,9 @@ test("outside the sandbox the deployer's key, when given, must differ from every
 
 test("in the sandbox the development accounts may share roles", () => {
   assert.doesNotThrow(() => loadConfig({ SERVICE_PRIVATE_KEY: `0x${"1".repeat(64)}`, ARBITER_PRIVATE_KEY: `0x${"1".repeat(64)}` }));
+});
+
+test("PUBLIC_URL is kept as its origin (the SIWE domain and URI); unset, the service uses its listen address", () => {
+  assert.equal(loadConfig({ PUBLIC_URL: "https://Offramp.Example:8443/" }).publicUrl, "https://offramp.example:8443");
+  assert.equal(loadConfig({}).publicUrl, undefined);
 });

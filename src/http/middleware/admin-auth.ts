@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type Koa from "koa";
 import type { Pool } from "../../db/pool.ts";
 import { RateLimitedError, UnauthorizedError } from "../../domain/errors.ts";
+import { rateLimitAddress } from "../../domain/ip-allow-list.ts";
 import { judgeAttempt, type FailureLimit } from "../auth-failures.ts";
 import { bearerToken, type AppState } from "../context.ts";
 import { countRequest, readWindow } from "./rate-limit.ts";
@@ -20,7 +21,7 @@ function tooManyFailures(retryAfterSeconds: number): InstanceType<typeof RateLim
 
 /**
  * `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; 401 UNAUTHORIZED otherwise. Failures
- * are limited per client address in the shared rate-limit windows (decisions section 19): an address
+ * are limited per client address (an IPv6 address by its /64) in the shared rate-limit windows (decisions section 19): an address
  * past the limit gets 429 whatever its token, the right one included, so the token cannot be guessed at
  * speed. Each attempt is judged under a per-address lock (`judgeAttempt`), so racing guesses are
  * decided one after another against the failures counted so far: no more than the limit are ever let
@@ -41,7 +42,7 @@ export function adminAuth(adminToken: string, pool: Pool): Koa.Middleware<AppSta
   return async (ctx, next) => {
     const token = bearerToken(ctx);
     const right = token !== undefined && timingSafeEqual(digest(token), expected);
-    await judgeAttempt(pool, [`admin-auth-failures:${ctx.ip}`], right ? undefined : new UnauthorizedError(), failures);
+    await judgeAttempt(pool, [`admin-auth-failures:${rateLimitAddress(ctx.ip)}`], right ? undefined : new UnauthorizedError(), failures);
     await next();
   };
 }

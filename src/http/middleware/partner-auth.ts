@@ -5,7 +5,7 @@ import {
   MissingApiKeyError,
   RateLimitedError,
 } from "../../domain/errors.ts";
-import { isAddressAllowed } from "../../domain/ip-allow-list.ts";
+import { isAddressAllowed, rateLimitAddress } from "../../domain/ip-allow-list.ts";
 import { UNAUTHENTICATED_REQUESTS_PER_MINUTE } from "../../domain/tiers.ts";
 import { apiKeyMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
 import type { PartnerCredentials } from "../../partners/credential-cache.ts";
@@ -20,7 +20,7 @@ export const partnerRateBucket = (partnerId: string) => `partner:${partnerId}`;
  * Partner authentication and rate limiting for /api/v1, in the order of decisions section 3:
  * MISSING_API_KEY, INVALID_API_KEY, PARTNER_INACTIVE, PARTNER_SUSPENDED, IP_NOT_ALLOWED, RATE_LIMITED.
  * Every request is counted (a partner's window, or the client address's at the FREE rate when no valid
- * key is presented) so the rate-limit headers are on every response, errors included. Requests without
+ * key is presented, an IPv6 address by its /64) so the rate-limit headers are on every response, errors included. Requests without
  * a valid key that exceed their address's window get 429 instead of 401, which caps key guessing.
  * A known key and a window far from its limit are answered from memory, without a database round trip.
  */
@@ -33,7 +33,7 @@ export function partnerAuth(deps: { credentials: PartnerCredentials; rateLimits:
 
     const window = authenticated
       ? await rateLimits.count(partnerRateBucket(partner.id), effectiveLimits(partner).requestsPerMinute)
-      : await rateLimits.count(`ip:${ctx.ip}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE);
+      : await rateLimits.count(`ip:${rateLimitAddress(ctx.ip)}`, UNAUTHENTICATED_REQUESTS_PER_MINUTE);
     ctx.set("X-RateLimit-Limit", String(window.limit));
     ctx.set("X-RateLimit-Remaining", String(window.remaining));
     ctx.set("X-RateLimit-Reset", String(window.resetAt));

@@ -72,7 +72,11 @@ export async function verifyPassword(password: string, stored: string): Promise<
 // An unknown email still costs one hash, so its answer takes as long as a wrong password's.
 let dummyHash: Promise<string> | undefined;
 export async function verifyAgainstNothing(password: string): Promise<false> {
-  dummyHash ??= hashPassword(randomBytes(16).toString("hex"));
+  // Forgotten when it fails (the line of hashes full), so a refusal is not kept for every later unknown email.
+  dummyHash ??= hashPassword(randomBytes(16).toString("hex")).catch((error: unknown) => {
+    dummyHash = undefined;
+    throw error;
+  });
   await verifyPassword(password, await dummyHash);
   return false;
 }

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
+import { RateLimitedError } from "../domain/errors.ts";
 
 // Dashboard credentials (decisions section 18). Passwords are hashed with scrypt, which is memory-hard:
 // N = 2^15, r = 8 uses 32 MiB per hash. The parameters are stored with each hash, so they can be raised
@@ -15,12 +16,24 @@ export const MIN_PASSWORD_LENGTH = 12;
  * of sign-ins waits here in line, in memory it does not allocate, and leaves the pool's other threads free.
  */
 export const CONCURRENT_HASHES = 2;
+/**
+ * Hashes allowed to wait for a slot (a few seconds of work). Past it a sign-in is refused at once with
+ * 429 and `Retry-After: 1` rather than queued: a flood from many addresses cannot make every honest
+ * sign-in wait minutes, nor hold the requests waiting in memory.
+ */
+export const MAX_WAITING_HASHES = 32;
 let running = 0;
 const waiting: (() => void)[] = [];
 
 async function inHashingSlot<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= CONCURRENT_HASHES) await new Promise<void>((resolve) => waiting.push(resolve));
-  else running += 1;
+  if (running >= CONCURRENT_HASHES) {
+    if (waiting.length >= MAX_WAITING_HASHES) {
+      const error = new RateLimitedError(1);
+      error.message = "Too many passwords are being checked; retry after 1 s";
+      throw error;
+    }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else running += 1;
   try {
     return await work();
   } finally {
@@ -59,7 +72,11 @@ export async function verifyPassword(password: string, stored: string): Promise<
 // An unknown email still costs one hash, so its answer takes as long as a wrong password's.
 let dummyHash: Promise<string> | undefined;
 export async function verifyAgainstNothing(password: string): Promise<false> {
-  dummyHash ??= hashPassword(randomBytes(16).toString("hex"));
+  // Forgotten when it fails (the line of hashes full), so a refusal is not kept for every later unknown email.
+  dummyHash ??= hashPassword(randomBytes(16).toString("hex")).catch((error: unknown) => {
+    dummyHash = undefined;
+    throw error;
+  });
   await verifyPassword(password, await dummyHash);
   return false;
 }

@@ -20,7 +20,7 @@ import { webhookHeaders } from "../webhooks/signature.ts";
 import { listAudit } from "../partners/audit.ts";
 import { csrfTokenOf, hashToken, verifyAgainstNothing, verifyPassword, MIN_PASSWORD_LENGTH } from "./credentials.ts";
 import { clearSessionCookie, currentMember, currentSession, memberAudit, sessionGuards, setSessionCookie } from "./guards.ts";
-import { acceptInvitation, changeRole, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
+import { acceptInvitation, changeRole, EXPIRED_INVITATION_DAYS, findMemberByEmail, inviteMember, listMembers, memberView, normaliseEmail, removeMember, ROLES, type Member, type Role } from "./members.ts";
 import { createSession, deleteSession, signInFailures } from "./sessions.ts";
 import { judgeAttempt, refuseWhenExhausted } from "../http/auth-failures.ts";
 import { rateLimitAddress } from "../domain/ip-allow-list.ts";
@@ -120,7 +120,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         ...rest,
         ...(session
           ? { guards: sessionGuards(pool, role, deps.rateLimits, { whilePartnerInactive }), errors: [...SESSION_ERRORS, ...standingErrors, ...(rest.errors ?? [])] }
-          : { guards: [perAddress] }),
+          : { guards: rest.guards ?? [perAddress] }),
         description: [
           rest.description,
           session ? `Needs a session${rest.method === "get" ? "" : " and X-CSRF-Token"}; role ${role} or above.` : "Needs no session and no CSRF header.",
@@ -144,7 +144,8 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       summary: "Sign in with email and password",
       description:
         "Sets an HttpOnly, SameSite=Strict session cookie (12 hours). A wrong password and an unknown email answer alike. " +
-        "After 5 failures in a 15-minute window for the email or the address, 429 RATE_LIMITED with Retry-After.",
+        "After 5 failures in a 15-minute window for the email or the address, 429 RATE_LIMITED with Retry-After; only failures count, " +
+        "so right credentials sent at once are never refused because of each other. Also 429 (Retry-After 1) while too many passwords are being checked.",
       body: {
         type: "object",
         additionalProperties: false,
@@ -212,7 +213,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       path: "/invitations/:token",
       tag: "Session",
       summary: "Accept an invitation: set the password, and be signed in",
-      description: `Password at least ${MIN_PASSWORD_LENGTH} characters. Unknown or used invitation 404, past 72 hours 410. Throttled like sign-in (per address and per invitation). Needs no session and no CSRF header.`,
+      description: `Password at least ${MIN_PASSWORD_LENGTH} characters. Unknown or used invitation 404, past 72 hours 410 (an expired invitation is removed ${EXPIRED_INVITATION_DAYS} days later, then 404); both are failures, throttled like sign-in (per address and per invitation), and answered before the password is hashed. Needs no session and no CSRF header.`,
       guards: [hideToken, perAddress],
       body: {
         type: "object",

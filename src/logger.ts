@@ -43,6 +43,14 @@ const SECRET_FIELD_NAMES = [
   "mnemonic",
   "credentials",
   "inviteUrl",
+  // A buyer's verified identity and a payer's (decisions 8): personal data, kept out of the logs.
+  "identity",
+  "verifiedName",
+  "curp",
+  "rfc",
+  "senderName",
+  "senderRfc",
+  "payer",
 ];
 /** A field name as the lookup compares it: lower case, without `_` and `-`. */
 const normaliseField = (name: string) => name.replace(/[-_]/g, "").toLowerCase();

@@ -207,7 +207,7 @@ function surfaces(deps: {
     logger,
     sandbox: config.sandbox,
     rates: { rates: outside.rates, validitySeconds: config.rateValiditySeconds, quoteTtlSeconds: config.quoteTtlSeconds },
-    kyc: { provider: outside.kycProvider, otherSession: applyBuyerKycCallback, rateLimits },
+    kyc: { provider: outside.kycProvider, otherSession: (tx, decision) => applyBuyerKycCallback(tx, decision, { pool, ports }), rateLimits },
     orders: chain && { pool, ports, creation: chain.creation, view: chain.view },
   });
   const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema });

@@ -2,7 +2,17 @@ import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, OrderNotDisputedError, ResolutionPendingError, ValidationError } from "../domain/errors.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pagination } from "../http/schema.ts";
-import { DISPUTE_OUTCOMES, HOLD_DECISIONS, ORDER_STATUSES, resolutionHeldBySanctions, type DisputeOutcome, type HoldDecision, type OrderContext } from "../orders/machine.ts";
+import {
+  confirmWindowOpen,
+  DISPUTE_OUTCOMES,
+  HOLD_DECISIONS,
+  lockGraceEndsAt,
+  ORDER_STATUSES,
+  resolutionHeldBySanctions,
+  type DisputeOutcome,
+  type HoldDecision,
+  type OrderContext,
+} from "../orders/machine.ts";
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { AML_RISK_LEVELS, REVIEW_QUEUES, adminOrderDetail, listAdminOrders, readReputation, type AdminOrderDeps, type AdminOrderFilters } from "./orders.ts";
@@ -24,7 +34,11 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
       path: "/orders",
       tag: "Orders",
       summary: "Every partner's orders, newest first, filtered by status, partner, user, AML risk level and review queue",
-      description: "`review=SANCTIONS_HOLD`: orders whose buyer wallet was on the sanctions list when it locked, awaiting the operator's decision (POST /orders/:id/review).",
+      description:
+        "`review=SANCTIONS_HOLD`: orders whose buyer (its wallet on the sanctions list, or a sanctions or PEP match in its KYC screening) or " +
+        "depositing seller wallet is sanctioned; `review=THIRD_PARTY_PAYMENT`: orders paid from an account that is not the buyer's, each with " +
+        "`thirdPartyPayment` (the CEP's payer beside the buyer's verified identity, and `releasePossibleUntil`). Both await the operator's " +
+        "decision (POST /orders/:id/review).",
       query: {
         type: "object",
         additionalProperties: false,
@@ -108,12 +122,16 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
       method: "post",
       path: "/orders/:id/review",
       tag: "Orders",
-      summary: "Decide a sanctions hold: release the payment to the buyer, or refund the seller when the lock expires",
+      summary: "Decide a hold (sanctions, third-party payment, held deposit): release, or refund",
       description:
-        "Only for a LOCKED order held because its buyer's wallet was on the sanctions list at the lock, with no decision yet (else 409 " +
-        "INVALID_STATE). RELEASE lifts the hold: a payment already verified is released now (confirmPayment sent once, PENDING_RELEASE), " +
-        "a later one as usual. REFUND keeps the release stopped and lets the lock-expiry refund return the USDC to the seller (at once " +
-        "when the lock has already expired). A held order can also be disputed on chain and resolved with POST /orders/:id/resolve.",
+        "For an order held for review with no decision yet (else 409 INVALID_STATE): a LOCKED order whose buyer is sanctioned, or whose " +
+        "payment came from someone else's account (THIRD_PARTY_PAYMENT); an ACTIVE order whose deposit came from a listed wallet. " +
+        "On a lock, RELEASE lifts the hold: a payment already verified is released now (confirmPayment sent once, PENDING_RELEASE), a " +
+        "later one as usual; REFUND keeps the release stopped and lets the lock-expiry refund return the USDC to the seller (at once when " +
+        "the lock has already expired), and for a third-party payment the seller returns the pesos to their payer. The escrow takes a " +
+        "release only until the lock's expiry + REFUND_GRACE_SECONDS (`thirdPartyPayment.releasePossibleUntil`): after it RELEASE of a " +
+        "verified payment is 409 INVALID_STATE and only REFUND remains. On a held deposit, RELEASE lists the order and REFUND cancels it " +
+        "(the deposit returns to its depositor). A held lock can also be disputed on chain and resolved with POST /orders/:id/resolve.",
       body: {
         type: "object",
         additionalProperties: false,
@@ -127,15 +145,24 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
       const row = await getOrderRow(pool, null, params.id!);
       const note = body.note?.trim() ? body.note.trim() : null;
       const result = await applyOrderEvent(pool, deps.ports, row.id, { type: "HOLD_DECIDED", decision: body.decision, note, at: new Date().toISOString() });
-      if (!result.changed) {
-        const hold = (row.machine_snapshot as { context: OrderContext }).context.sanctionsHold;
-        throw new InvalidStateError(
-          hold?.decision ? `The hold was already decided: ${hold.decision} at ${hold.decidedAt}` : `The order is ${result.status} and not held for a sanctions review`,
-        );
-      }
+      if (!result.changed) throw new InvalidStateError(await whyNotDecided(row.id, body.decision));
       ctx.body = await adminOrderDetail(pool, deps, row.id);
     },
   );
+
+  /** Why a hold decision changed nothing: already decided, too late to release, or no hold at all. */
+  async function whyNotDecided(id: string, decision: HoldDecision): Promise<string> {
+    const row = await getOrderRow(pool, null, id);
+    const context = (row.machine_snapshot as { context: OrderContext }).context;
+    const holds = [context.sanctionsHold, context.thirdPartyHold, context.depositHold].filter((hold) => !!hold);
+    const undecided = holds.some((hold) => hold.decision === null);
+    if (undecided && row.status === "LOCKED" && decision === "RELEASE" && context.cepHash !== null && !confirmWindowOpen(context, new Date().toISOString())) {
+      return `The escrow takes the release only until ${lockGraceEndsAt(context)} (the lock's expiry + the refund grace); decide REFUND`;
+    }
+    const decided = holds.find((hold) => hold.decision !== null);
+    if (!undecided && decided) return `The hold was already decided: ${decided.decision} at ${decided.decidedAt}`;
+    return `The order is ${row.status} and not held for review`;
+  }
 
   const schema = deps.indexerSchema;
   if (schema) {

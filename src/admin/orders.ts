@@ -2,8 +2,8 @@ import { qualifiedTable } from "../sync/indexer-tables.ts";
 import { whereEqual, pageOf } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
-import type { OrderContext, OrderStatus } from "../orders/machine.ts";
-import { getOrderRow, orderDetailView, orderListItem, orderTimeline, type OrderRow, type OrderViewContext } from "../orders/queries.ts";
+import { lockGraceEndsAt, type OrderContext, type OrderStatus } from "../orders/machine.ts";
+import { getOrderRow, orderDetailView, orderListItem, orderTimeline, type OrderRow, type OrderViewContext, type TimelineEntry } from "../orders/queries.ts";
 import { listOrderDeliveries } from "../webhooks/deliveries.ts";
 import { orderPath } from "./order-path.ts";
 
@@ -14,14 +14,42 @@ import { orderPath } from "./order-path.ts";
 export const AML_RISK_LEVELS = ["LOW", "MEDIUM", "HIGH"] as const;
 export type AmlRiskLevel = (typeof AML_RISK_LEVELS)[number];
 
-/** Operator review queues besides the HIGH-risk one: SANCTIONS_HOLD, orders whose buyer was on the sanctions list at the lock and that await a decision. */
-export const REVIEW_QUEUES = ["SANCTIONS_HOLD"] as const;
+/**
+ * Operator review queues besides the HIGH-risk one: SANCTIONS_HOLD, orders whose buyer (wallet or KYC
+ * screening) or depositing seller is sanctioned; THIRD_PARTY_PAYMENT, orders paid from someone else's
+ * account (decisions 8). Both hold undecided orders only.
+ */
+export const REVIEW_QUEUES = ["SANCTIONS_HOLD", "THIRD_PARTY_PAYMENT"] as const;
 export type ReviewQueue = (typeof REVIEW_QUEUES)[number];
 
 /** SQL condition of an order held for a sanctions review nobody has decided (the hold lives in the machine snapshot). */
-export const SANCTIONS_HOLD_PENDING = `(o.machine_snapshot->'context'->'sanctionsHold'->>'buyerWallet' IS NOT NULL
-  AND o.machine_snapshot->'context'->'sanctionsHold'->>'decision' IS NULL
+export const SANCTIONS_HOLD_PENDING = `(((o.machine_snapshot->'context'->'sanctionsHold'->>'buyerWallet' IS NOT NULL
+    AND o.machine_snapshot->'context'->'sanctionsHold'->>'decision' IS NULL)
+  OR (o.machine_snapshot->'context'->'depositHold'->>'sellerWallet' IS NOT NULL
+    AND o.machine_snapshot->'context'->'depositHold'->>'decision' IS NULL))
   AND o.status NOT IN ('COMPLETED', 'EXPIRED', 'REFUNDED'))`;
+
+/** SQL condition of an order held for a third-party payment nobody has decided. */
+export const THIRD_PARTY_PAYMENT_PENDING = `(o.machine_snapshot->'context'->'thirdPartyHold'->>'cepTrackingKey' IS NOT NULL
+  AND o.machine_snapshot->'context'->'thirdPartyHold'->>'decision' IS NULL
+  AND o.status NOT IN ('COMPLETED', 'EXPIRED', 'REFUNDED'))`;
+
+/** The holds of an order as operators see them: who paid beside the buyer, and until when a release can still be sent. */
+export function orderHolds(context: OrderContext) {
+  const thirdParty = context.thirdPartyHold ?? null;
+  return {
+    sanctionsHold: context.sanctionsHold ?? null,
+    depositHold: context.depositHold ?? null,
+    thirdPartyPayment: thirdParty && { ...thirdParty, releasePossibleUntil: lockGraceEndsAt(context) },
+  };
+}
+
+/** Operators' timeline: a THIRD_PARTY_PAYMENT entry names the payer (kept out of the stored entry, which partners read). */
+function withPayer(timeline: TimelineEntry[], context: OrderContext): TimelineEntry[] {
+  const hold = context.thirdPartyHold;
+  if (!hold) return timeline;
+  return timeline.map((entry) => (entry.event === "THIRD_PARTY_PAYMENT" ? { ...entry, data: { ...entry.data, payer: hold.payer, comparedBy: hold.comparedBy } } : entry));
+}
 
 export interface AdminOrderFilters {
   status?: OrderStatus;
@@ -48,7 +76,7 @@ export function adminOrderListItem(row: AdminOrderRow) {
     dispute: row.dispute_opened_by
       ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome, resolutionRequest: (row.machine_snapshot as { context: OrderContext }).context.resolutionRequest ?? null }
       : null,
-    sanctionsHold: (row.machine_snapshot as { context: OrderContext }).context.sanctionsHold ?? null,
+    ...orderHolds((row.machine_snapshot as { context: OrderContext }).context),
   };
 }
 
@@ -60,7 +88,8 @@ export async function listAdminOrders(db: Queryable, filters: AdminOrderFilters)
     ["u.partner_user_ref", filters.partnerUserRef],
     ["o.aml_risk_level", filters.amlRiskLevel],
   ]);
-  const filtered = filters.review === "SANCTIONS_HOLD" ? (where ? `${where} AND ${SANCTIONS_HOLD_PENDING}` : `WHERE ${SANCTIONS_HOLD_PENDING}`) : where;
+  const queue = filters.review === "SANCTIONS_HOLD" ? SANCTIONS_HOLD_PENDING : filters.review === "THIRD_PARTY_PAYMENT" ? THIRD_PARTY_PAYMENT_PENDING : undefined;
+  const filtered = queue ? (where ? `${where} AND ${queue}` : `WHERE ${queue}`) : where;
   const [{ rows }, count] = await Promise.all([
     db.query<AdminOrderRow>(`${SELECT_ADMIN_ORDER} ${filtered} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`, [
       ...values,
@@ -185,7 +214,7 @@ export async function adminOrderDetail(db: Queryable, deps: AdminOrderDeps, orde
     party(row.buyer_wallet),
   ]);
   return {
-    ...orderDetailView(row, timeline, deps.view),
+    ...orderDetailView(row, withPayer(timeline, snapshot.context), deps.view),
     partnerId: row.partner_id,
     partnerName: partner.rows[0]?.name ?? null,
     partnerTier: partner.rows[0]?.tier ?? null,
@@ -193,7 +222,7 @@ export async function adminOrderDetail(db: Queryable, deps: AdminOrderDeps, orde
     dispute: row.dispute_opened_by
       ? { openedBy: row.dispute_opened_by, outcome: row.dispute_outcome, resolutionRequest: snapshot.context.resolutionRequest ?? null }
       : null,
-    sanctionsHold: snapshot.context.sanctionsHold ?? null,
+    ...orderHolds(snapshot.context),
     machine: { value: snapshot.value, context: snapshot.context, version: row.version },
     path: orderPath(timeline),
     deliveries,

@@ -37,7 +37,7 @@ export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): vo
       path: "/stats",
       tag: "Overview",
       summary: "Orders per state, webhook deliveries per status, queue sizes",
-      responses: { 200: { description: "{ orders: { byStatus, total }, deliveries: { byStatus, total }, queues: { disputes, highRisk, sanctionsHolds }, generatedAt }" } },
+      responses: { 200: { description: "{ orders: { byStatus, total }, deliveries: { byStatus, total }, queues: { disputes, highRisk, sanctionsHolds, thirdPartyPayments }, generatedAt }" } },
     },
     async (ctx) => {
       ctx.body = await adminStats(pool);

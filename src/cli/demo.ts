@@ -209,8 +209,10 @@ async function main(): Promise<number> {
     const buyer = { Authorization: `Bearer ${session.token}` };
     log("buyer signed in to the market with its wallet (Sign-In with Ethereum)");
     const kyc = await call<{ sessionId: string }>("POST", "/market/v1/me/kyc", buyer, { level: "BASIC", returnUrl: `${baseUrl}/market` });
-    await call("POST", `/market/v1/sandbox/kyc/${kyc.sessionId}/decision`, buyer, { result: "APPROVED" });
-    log(`buyer KYC approved by the (simulated) provider, session ${kyc.sessionId}`);
+    // The name the provider verified: the SPEI must come from an account in this name (decisions 8).
+    const buyerName = "Lucía Fernández Ortega";
+    await call("POST", `/market/v1/sandbox/kyc/${kyc.sessionId}/decision`, buyer, { result: "APPROVED", name: buyerName });
+    log(`buyer KYC approved by the (simulated) provider, session ${kyc.sessionId}: verified as ${buyerName}`);
     const listed = await until("the order in the market's order book", async () => {
       for (let offset = 0; ; offset += 100) {
         const book = await call<{ orders: (Json & { escrowOrderId: string; pricePerUnit: number })[]; hasMore: boolean }>("GET", `/market/v1/orders?limit=100&offset=${offset}`, buyer);
@@ -243,8 +245,10 @@ async function main(): Promise<number> {
     log(`order LOCKED until ${String(locked.lockExpiresAt)}`);
     const trade = await call<{ payment: { clabe: string; bankName: string; amountMxn: number; concept: string } }>("GET", `/market/v1/trades/${order.escrowOrderId}`, buyer);
     log(`the market tells the buyer to pay ${trade.payment.amountMxn} MXN to CLABE ${trade.payment.clabe} (${trade.payment.bankName}) with concept ${trade.payment.concept}`);
-    const paid = await call<{ trackingKey: string; senderBankCode: string; operationDate: string }>("POST", `/market/v1/sandbox/trades/${order.escrowOrderId}/spei`, buyer, {});
-    log(`buyer paid ${order.totalMxn} MXN by SPEI (tracking key ${paid.trackingKey}, bank ${paid.senderBankCode}, simulated)`);
+    const paid = await call<{ trackingKey: string; senderBankCode: string; operationDate: string }>("POST", `/market/v1/sandbox/trades/${order.escrowOrderId}/spei`, buyer, {
+      payerName: buyerName.toUpperCase(),
+    });
+    log(`buyer paid ${order.totalMxn} MXN by SPEI from its own account, in the name ${buyerName.toUpperCase()} (tracking key ${paid.trackingKey}, bank ${paid.senderBankCode}, simulated)`);
     const reported = await call<{ paymentReport: { verification: string } }>("POST", `/market/v1/trades/${order.escrowOrderId}/payment`, buyer, {
       trackingKey: paid.trackingKey,
       operationDate: paid.operationDate,
@@ -252,7 +256,7 @@ async function main(): Promise<number> {
     });
     log(`buyer reported the payment through the market (verification ${reported.paymentReport.verification})`);
     const verified = await reach("PENDING_RELEASE");
-    log(`CEP fetched from the central bank's portal and verified at ${String(verified.cepValidatedAt)}: order PENDING_RELEASE, release sent`);
+    log(`CEP fetched from the central bank's portal and verified at ${String(verified.cepValidatedAt)}: the payer is the buyer, order PENDING_RELEASE, release sent`);
     const completed = await reach("COMPLETED");
     log(`order COMPLETED at ${String(completed.completedAt)}: USDC released to the buyer (tx ${String(completed.releaseTxHash)})`);
 

@@ -47,8 +47,13 @@
  *   with `listingsRelatedToMatch.sanctions` (or a `sanction*` match type) -> isSanctioned; a possible match
  *   without categories -> isPep. Such a callback has `kind: "screening"` and `result: "PENDING"`: it carries no
  *   verification decision and must only update the flags.
+ * - Identity (decisions 8): the decision's `person.firstName` + `person.lastName` is the verified name;
+ *   `person.idNumber` (the personal number on a Mexican ID is the CURP) and the Mexican registry checks'
+ *   `additionalVerifiedData` (`curp`, `rfc`) give the CURP and the RFC, each taken only when it has the
+ *   form of one. The identity is personal data: it is never logged (src/logger.ts lists these fields).
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { isCurp, isRfc, normaliseTaxId } from "../domain/payer-identity.ts";
 
 export type KycLevel = "BASIC" | "FULL";
 export type KycResult = "APPROVED" | "REJECTED" | "PENDING";
@@ -91,6 +96,8 @@ export interface KycDecision {
   isPep: boolean;
   isSanctioned: boolean;
   reason?: string;
+  /** The verified identity of an APPROVED decision: the name, and the CURP and RFC when verified (FULL). */
+  identity?: { name: string | null; curp: string | null; rfc: string | null };
 }
 
 export type KycHeaders = Record<string, string | string[] | undefined>;
@@ -274,7 +281,19 @@ function parseDecisionWebhook(verification: Record<string, unknown>): KycDecisio
   };
   if (level !== undefined) decision.level = level;
   if (reason !== null && reason.length > 0) decision.reason = reason;
+  const identity = verifiedIdentity(person, isRecord(verification.additionalVerifiedData) ? verification.additionalVerifiedData : {});
+  if (identity) decision.identity = identity;
   return decision;
+}
+
+/** The name, CURP and RFC a decision verified; undefined when it names nobody. */
+function verifiedIdentity(person: Record<string, unknown>, extra: Record<string, unknown>): KycDecision["identity"] {
+  const text = (value: unknown) => (typeof value === "string" && value.trim() !== "" && value.length <= 200 ? value.trim() : null);
+  const ids = [person.idNumber, extra.curp, extra.rfc].map((value) => normaliseTaxId(text(value))).filter((id): id is string => id !== null);
+  const name = [text(person.firstName), text(person.lastName)].filter((part) => part !== null).join(" ") || null;
+  const curp = ids.find(isCurp) ?? null;
+  const rfc = ids.find(isRfc) ?? null;
+  return name || curp || rfc ? { name, curp, rfc } : undefined;
 }
 
 function nonEmptyArray(value: unknown): boolean {

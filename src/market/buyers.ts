@@ -5,6 +5,7 @@ import { money, toJsonNumber } from "../domain/money.ts";
 import { mexicoPeriodStart } from "../domain/periods.ts";
 import { sandboxAccounts } from "../stack/local-node.ts";
 import { NotFoundError } from "../domain/errors.ts";
+import { syntheticIdentity } from "../domain/payer-identity.ts";
 import type { KycStatus } from "../users/users.ts";
 
 // Market buyers (decisions 17): a wallet that has signed in. Their standing (open locks, expired locks,
@@ -24,6 +25,13 @@ export interface BuyerRow {
   kyc_completed_at: Date | null;
   suspended_until: Date | null;
   reinstated_at: Date | null;
+  /** A KYC decision with a sanctions match (decisions 19). */
+  is_sanctioned: boolean;
+  is_pep: boolean;
+  /** The identity the KYC provider verified (decisions 8): personal data, never in a view partners or other buyers see. */
+  verified_name: string | null;
+  verified_curp: string | null;
+  verified_rfc: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -46,15 +54,18 @@ export function isSandboxWallet(policy: Pick<BuyerPolicy, "sandbox">, wallet: st
 
 /**
  * The buyer of a wallet, created on first use as a new user is (NOT_REQUIRED / NONE); a sandbox wallet's
- * buyer is KYC-approved (FULL) in sandbox.
+ * buyer is KYC-approved (FULL) in sandbox, with a made-up verified identity so its payments can be checked.
  */
 export async function ensureBuyer(db: Queryable, policy: Pick<BuyerPolicy, "sandbox">, wallet: string): Promise<BuyerRow> {
   const address = normaliseWallet(wallet);
   const sandbox = isSandboxWallet(policy, address);
+  const identity = sandbox ? syntheticIdentity(address) : null;
   const { rows } = await db.query<BuyerRow>(
-    `INSERT INTO buyers (wallet, kyc_status, kyc_tier, kyc_completed_at) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (wallet) DO UPDATE SET wallet = EXCLUDED.wallet RETURNING *`,
-    [address, sandbox ? "APPROVED" : "NOT_REQUIRED", sandbox ? "FULL" : "NONE", sandbox ? new Date() : null],
+    `INSERT INTO buyers (wallet, kyc_status, kyc_tier, kyc_completed_at, verified_name, verified_curp, verified_rfc) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (wallet) DO UPDATE SET verified_name = coalesce(buyers.verified_name, EXCLUDED.verified_name),
+       verified_curp = coalesce(buyers.verified_curp, EXCLUDED.verified_curp), verified_rfc = coalesce(buyers.verified_rfc, EXCLUDED.verified_rfc)
+     RETURNING *`,
+    [address, sandbox ? "APPROVED" : "NOT_REQUIRED", sandbox ? "FULL" : "NONE", sandbox ? new Date() : null, identity?.name ?? null, identity?.curp ?? null, identity?.rfc ?? null],
   );
   return rows[0]!;
 }

@@ -5,6 +5,7 @@ import { newId } from "../domain/ids.ts";
 import type { KycLevel } from "../domain/kyc.ts";
 import { KycProviderError, type KycDecision, type KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
+import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { normaliseWallet } from "./buyers.ts";
 
 // Buyer KYC (decisions 17): the same provider and rules as partners' users (decisions 4), on the
@@ -75,7 +76,11 @@ export async function isBuyerKycSession(db: Pick<Pool, "query">, wallet: string,
  * session row locked. Undefined when the session is not a buyer's. A session's first final decision is
  * the only one applied; screening flags are only raised.
  */
-export async function applyBuyerKycCallback(tx: PoolClient, decision: KycDecision): Promise<{ outcome: "decided" | "already-decided" | "screening" | "not-final"; sessionId: string } | undefined> {
+export async function applyBuyerKycCallback(
+  tx: PoolClient,
+  decision: KycDecision,
+  orders: { pool: Pool; ports: OrderEffectPorts },
+): Promise<{ outcome: "decided" | "already-decided" | "screening" | "not-final"; sessionId: string } | undefined> {
   const { rows } = await tx.query<{ id: string; wallet: string; level: KycLevel; status: string }>(
     "SELECT id, wallet, level, status FROM buyer_kyc_sessions WHERE provider_session_id = $1 FOR UPDATE",
     [decision.sessionId],
@@ -84,7 +89,13 @@ export async function applyBuyerKycCallback(tx: PoolClient, decision: KycDecisio
   if (!session) return undefined;
   const final = decision.kind === "decision" && decision.result !== "PENDING";
   if (final && (session.status === "APPROVED" || session.status === "REJECTED")) return { outcome: "already-decided", sessionId: session.id };
-  if (decision.isPep) await tx.query("UPDATE buyers SET is_pep = true, updated_at = now() WHERE wallet = $1 AND NOT is_pep", [session.wallet]);
+  // Flags are only raised. A buyer newly flagged is stopped as a listed wallet is (decisions 19): the
+  // permit route refuses it, and its open locks are held for the operator's review.
+  const flagged = await tx.query(
+    "UPDATE buyers SET is_pep = is_pep OR $2, is_sanctioned = is_sanctioned OR $3, updated_at = now() WHERE wallet = $1 AND ((NOT is_pep AND $2) OR (NOT is_sanctioned AND $3))",
+    [session.wallet, decision.isPep, decision.isSanctioned],
+  );
+  if (flagged.rowCount) await holdOpenLocks(tx, orders, session.wallet, decision.isSanctioned ? "KYC_SANCTIONS_MATCH" : "KYC_PEP_MATCH", decision.decidedAt);
   let status = session.status;
   if (final) {
     status = decision.result === "APPROVED" ? "APPROVED" : "REJECTED";
@@ -94,9 +105,10 @@ export async function applyBuyerKycCallback(tx: PoolClient, decision: KycDecisio
         `UPDATE buyers SET kyc_status = 'APPROVED',
            kyc_tier = CASE WHEN $2 > (CASE kyc_tier WHEN 'FULL' THEN 2 WHEN 'BASIC' THEN 1 ELSE 0 END) THEN $3 ELSE kyc_tier END,
            kyc_completed_at = CASE WHEN $2 > (CASE kyc_tier WHEN 'FULL' THEN 2 WHEN 'BASIC' THEN 1 ELSE 0 END) THEN $4 ELSE kyc_completed_at END,
+           verified_name = coalesce($5, verified_name), verified_curp = coalesce($6, verified_curp), verified_rfc = coalesce($7, verified_rfc),
            updated_at = now()
          WHERE wallet = $1`,
-        [session.wallet, rank, session.level, decision.decidedAt],
+        [session.wallet, rank, session.level, decision.decidedAt, decision.identity?.name ?? null, decision.identity?.curp ?? null, decision.identity?.rfc ?? null],
       );
     } else {
       await tx.query("UPDATE buyers SET kyc_status = 'REJECTED', updated_at = now() WHERE wallet = $1", [session.wallet]);
@@ -110,4 +122,12 @@ export async function applyBuyerKycCallback(tx: PoolClient, decision: KycDecisio
     [session.id, status, decision.isPep, decision.isSanctioned, final, decision.decidedAt, decision.reason ?? null],
   );
   return { outcome: final ? "decided" : decision.kind === "screening" ? "screening" : "not-final", sessionId: session.id };
+}
+
+/** The buyer's orders that hold a lock and can still be held: LOCKED or DISPUTED (no release sent yet). */
+async function holdOpenLocks(tx: PoolClient, orders: { pool: Pool; ports: OrderEffectPorts }, wallet: string, match: string, at: Date): Promise<void> {
+  const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE lower(buyer_wallet) = $1 AND status IN ('LOCKED', 'DISPUTED') ORDER BY id", [wallet]);
+  for (const row of rows) {
+    await applyOrderEvent(orders.pool, orders.ports, row.id, { type: "BUYER_SANCTIONED", listEntry: match, at: at.toISOString() }, { tx });
+  }
 }

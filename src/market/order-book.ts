@@ -1,3 +1,4 @@
+import { DEPOSIT_HELD } from "../orders/queries.ts";
 import { qualifiedTable } from "../sync/indexer-tables.ts";
 import type { Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
@@ -51,7 +52,7 @@ export async function readReputations(db: Queryable, indexerSchema: string | und
 }
 
 export async function orderBook(db: Queryable, indexerSchema: string | undefined, filters: OrderBookFilters, now = new Date()) {
-  const conditions = ["status = 'ACTIVE'", "expires_at > $1"];
+  const conditions = ["status = 'ACTIVE'", "expires_at > $1", `NOT ${DEPOSIT_HELD}`];
   const values: unknown[] = [now];
   const add = (sql: string, value: unknown) => {
     values.push(value);

@@ -1,3 +1,4 @@
+import { DEPOSIT_HELD } from "../orders/queries.ts";
 import { getAddress, type Address, type Hex } from "viem";
 import { lockPermitDeadline, type LockPermit } from "../chain/escrow-gateway.ts";
 import { withTransaction, type Pool } from "../db/pool.ts";
@@ -53,14 +54,15 @@ export function createPermitIssuer(deps: PermitIssuerDeps) {
     const buyerWallet = normaliseWallet(wallet);
     if (!ESCROW_ORDER_ID.test(escrowOrderId)) throw new NotFoundError(`No order ${escrowOrderId}`);
     return withTransaction(pool, async (tx) => {
-      const { rows } = await tx.query<{ id: string; status: string; expires_at: Date; seller_wallet: string | null; total_mxn: string }>(
-        "SELECT id, status, expires_at, seller_wallet, total_mxn FROM orders WHERE escrow_order_id = $1",
+      const { rows } = await tx.query<{ id: string; status: string; expires_at: Date; seller_wallet: string | null; total_mxn: string; deposit_held: boolean }>(
+        `SELECT id, status, expires_at, seller_wallet, total_mxn, ${DEPOSIT_HELD} AS deposit_held FROM orders WHERE escrow_order_id = $1`,
         [escrowOrderId.toLowerCase()],
       );
       const order = rows[0];
       if (!order) throw new NotFoundError(`No order ${escrowOrderId}`);
       if (order.status !== "ACTIVE") throw new OrderNotAvailableError(`The order is ${order.status}; only ACTIVE orders can be locked`);
       if (order.expires_at.getTime() <= now.getTime()) throw new OrderNotAvailableError("The order's listing has expired");
+      if (order.deposit_held) throw new OrderNotAvailableError("The order is held for review and not listed");
       if (order.seller_wallet?.toLowerCase() === buyerWallet) throw new OrderNotAvailableError("A seller cannot lock its own order");
 
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('buyer:' || $1))", [buyerWallet]);
@@ -71,6 +73,8 @@ export function createPermitIssuer(deps: PermitIssuerDeps) {
         throw new BuyerSuspendedError(`The buyer is suspended until ${standing.suspendedUntil!.toISOString()} (${standing.expiredLocks30d} locks expired unpaid in 30 days)`);
       }
       if (!options.sandboxHelper && deps.sanctions.isSanctioned(buyerWallet)) throw new UserSanctionedError("The wallet is on a sanctions list");
+      // Sanctions cut both ways (decisions 19): a KYC screening match stops the buyer as a listed wallet does.
+      if (buyer.is_sanctioned || buyer.is_pep) throw new UserSanctionedError("The buyer's KYC screening found a sanctions or PEP match; an operator must review it");
       // Other ACTIVE orders this buyer holds an unexpired permit for: a permit is a right to lock, so each
       // counts as a lock, for the limit and for the month's pesos alike.
       const { rows: pending } = await tx.query<{ n: string; mxn: string }>(

@@ -201,7 +201,12 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       path: "/trades/:escrowOrderId",
       tag: "Trades",
       summary: "One trade: where and how much to pay (CLABE, bank, amount, concept), the payment report and the timeline",
-      responses: { 200: { description: "{ escrowOrderId, status, amount, totalMxn, lockedAt, lockExpiresAt, payment, paymentReport, timeline }" } },
+      responses: {
+        200: {
+          description:
+            "{ escrowOrderId, status, amount, totalMxn, lockedAt, lockExpiresAt, payment, paymentReport, timeline }; `paymentReport.verification` is PENDING, VERIFIED, REJECTED or HELD (a third-party payment under review, with `holdReason`)",
+        },
+      },
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {

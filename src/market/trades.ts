@@ -25,7 +25,12 @@ export async function getTradeRow(db: Queryable, wallet: string, escrowOrderId: 
   return rows[0];
 }
 
-export type Verification = "PENDING" | "VERIFIED" | "REJECTED";
+export type Verification = "PENDING" | "VERIFIED" | "REJECTED" | "HELD";
+
+/** What the buyer is told of a third-party payment (decisions 8): why, and what happens next. */
+export const THIRD_PARTY_HOLD_REASON =
+  "The payment came from an account that is not in your verified name (a third-party payment). It is held for an operator's review: " +
+  "the USDC is released if the account turns out to be yours, otherwise the seller returns the pesos to the account that sent them.";
 
 /** The buyer's latest payment report, from the timeline, and what became of it. */
 export function latestPaymentReport(timeline: TimelineEntry[]) {
@@ -35,7 +40,9 @@ export function latestPaymentReport(timeline: TimelineEntry[]) {
   const key = String(report.data.cepTrackingKey);
   const after = timeline.slice(timeline.indexOf(report) + 1);
   const about = (event: string) => after.some((entry) => entry.event === event && String(entry.data.cepTrackingKey).toUpperCase() === key.toUpperCase());
-  const verification: Verification = about("PAYMENT_VERIFIED") ? "VERIFIED" : about("PAYMENT_REJECTED") ? "REJECTED" : "PENDING";
+  // A held payment released by the operator gets its PAYMENT_VERIFIED entry after the hold's: VERIFIED then.
+  const held = about("THIRD_PARTY_PAYMENT") && !after.some((entry) => entry.event === "PAYMENT_VERIFIED");
+  const verification: Verification = held ? "HELD" : about("PAYMENT_VERIFIED") ? "VERIFIED" : about("PAYMENT_REJECTED") ? "REJECTED" : "PENDING";
   const bankCode = String(report.data.senderBankCode);
   return {
     trackingKey: key,
@@ -44,6 +51,7 @@ export function latestPaymentReport(timeline: TimelineEntry[]) {
     senderBankName: findParticipantByCode(bankCode)?.name ?? bankCode,
     amountMxn: toJsonNumber(String(report.data.amountMxn)),
     verification,
+    ...(held ? { holdReason: THIRD_PARTY_HOLD_REASON } : {}),
   };
 }
 
@@ -75,6 +83,8 @@ const BUYER_TIMELINE: ReadonlyMap<string, readonly string[]> = new Map(Object.en
   PAYMENT_REPORTED: ["cepTrackingKey", "operationDate", "senderBankCode", "amountMxn"],
   PAYMENT_VERIFIED: ["cepTrackingKey", "amountMxn", "paidAt"],
   PAYMENT_REJECTED: ["cepTrackingKey", "operationDate", "senderBankCode", "reason", "message"],
+  // The buyer's own payment came from another account: told so (it is the buyer's to explain), never who paid.
+  THIRD_PARTY_PAYMENT: ["cepTrackingKey", "reason"],
   LOCK_EXPIRY_MOVED: ["lockExpiresAt", "reason"],
   LOCK_EXPIRY_REFUND_DEFERRED: ["reason", "graceEndsAt"],
   LOCK_EXPIRY_REFUND_REQUESTED: [],

@@ -64,6 +64,13 @@ export interface OrderContext {
    */
   sanctionsHold?: SanctionsHold | null;
   /**
+   * The CEP's ordering party is not the buyer who locked (decisions 8): the payment is recorded and its
+   * CEP used up, and no release is sent until an operator decides. Absent in snapshots older than it.
+   */
+  thirdPartyHold?: ThirdPartyHold | null;
+  /** The deposit came from a wallet on the sanctions list (decisions 19): not listed until an operator decides. */
+  depositHold?: DepositHold | null;
+  /**
    * The escrow's REFUND_GRACE_SECONDS, taken at the lock (decisions 19): after `lockExpiresAt` the service
    * alone may refund the lock for this long, and a payment made inside the window may still be confirmed.
    * Absent in snapshots older than it (0: no grace).
@@ -91,6 +98,33 @@ export interface SanctionsHold {
   decidedAt: string | null;
 }
 
+/** Who paid, as the CEP names the ordering party, beside the buyer's verified identity (operators only). */
+export interface ThirdPartyPayment {
+  payer: { name: string; rfcOrCurp: string | null; account: string; bank: string };
+  buyer: { wallet: string | null; name: string | null; curp: string | null; rfc: string | null };
+  /** What decided it: RFC, CURP, NAME, or NO_VERIFIED_IDENTITY (the buyer has none on record). */
+  comparedBy: string;
+}
+
+export interface ThirdPartyHold extends ThirdPartyPayment {
+  cepTrackingKey: string;
+  since: string;
+  /** RELEASE: the payer is the buyer after all; REFUND: the seller returns the pesos to their payer. */
+  decision: HoldDecision | null;
+  note: string | null;
+  decidedAt: string | null;
+}
+
+export interface DepositHold {
+  sellerWallet: string;
+  listEntry: string | null;
+  since: string;
+  /** RELEASE lists the order; REFUND returns the deposit to its depositor. */
+  decision: HoldDecision | null;
+  note: string | null;
+  decidedAt: string | null;
+}
+
 /**
  * When the order completed: the release block's time, but never before the steps the service timed
  * itself (CEP validation, a dispute resolution request). Block times are whole seconds, so a release
@@ -108,7 +142,9 @@ export interface OrderInput {
 
 /** Events: chain facts arrive through the indexer; timers from pg-boss; requests from the API. */
 export type OrderEvent =
-  | { type: "DEPOSIT_CONFIRMED"; txHash: string; seller: string; listingExpiresAt: string; at: string }
+  | { type: "DEPOSIT_CONFIRMED"; txHash: string; seller: string; listingExpiresAt: string; at: string; sanctionedSeller?: { listEntry: string | null } }
+  /** The buyer's KYC screening found a sanctions (or PEP) match while it holds this lock (decisions 19). */
+  | { type: "BUYER_SANCTIONED"; listEntry: string | null; at: string }
   | { type: "LOCKED"; txHash: string; buyer: string; lockExpiresAt: string; at: string; sanctionedBuyer?: { listEntry: string | null }; refundGraceSeconds?: number }
   | { type: "RELEASED"; txHash: string; at: string }
   | { type: "REFUNDED"; txHash: string; reason: RefundReason; at: string }
@@ -120,7 +156,7 @@ export type OrderEvent =
   | { type: "TIMER_FIRED"; timer: TimerKind; dueAt: string; at: string }
   | { type: "CANCEL"; at: string }
   | { type: "HOLD_DECIDED"; decision: HoldDecision; note: string | null; at: string }
-  | ({ type: "PAYMENT_VERIFIED"; cepHash: string; amountMxn: string; paidAt: string | null; at: string } & PaymentReportId)
+  | ({ type: "PAYMENT_VERIFIED"; cepHash: string; amountMxn: string; paidAt: string | null; at: string; thirdParty?: ThirdPartyPayment } & PaymentReportId)
   | ({ type: "PAYMENT_REJECTED"; reason: string; message: string; at: string } & PaymentReportId)
   | ({ type: "PAYMENT_REPORTED"; at: string } & PaymentReport);
 
@@ -139,9 +175,32 @@ export interface PaymentReport extends PaymentReportId {
   amountMxn: string;
 }
 
-/** A sanctions hold that still stops the release (none, or no operator decision to release). */
-export function releaseHeld(context: Pick<OrderContext, "sanctionsHold">): boolean {
-  return !!context.sanctionsHold && context.sanctionsHold.decision !== "RELEASE";
+type Holds = Pick<OrderContext, "sanctionsHold" | "thirdPartyHold">;
+const holdsOf = (context: Holds) => [context.sanctionsHold, context.thirdPartyHold].filter((hold) => !!hold) as { decision: HoldDecision | null }[];
+
+/** A hold (sanctions or third-party payment) that still stops the release: no operator decision to release. */
+export function releaseHeld(context: Holds): boolean {
+  return holdsOf(context).some((hold) => hold.decision !== "RELEASE");
+}
+
+/** A hold nobody has decided yet. */
+export function holdUndecided(context: Holds): boolean {
+  return holdsOf(context).some((hold) => hold.decision === null);
+}
+
+/** The holds with the operator's decision applied to each undecided one. */
+function decideHolds(context: Holds, decision: HoldDecision, note: string | null, at: string): Holds {
+  const decide = <H extends { decision: HoldDecision | null }>(hold: H | null | undefined) => (hold && hold.decision === null ? { ...hold, decision, note, decidedAt: at } : (hold ?? null));
+  return { sanctionsHold: decide(context.sanctionsHold), thirdPartyHold: decide(context.thirdPartyHold) };
+}
+
+/**
+ * The escrow still takes this order's confirmPayment at `at`: before the lock's expiry + REFUND_GRACE_SECONDS
+ * and with no lock-expiry refund asked for. An operator's RELEASE of a held payment after it cannot be sent.
+ */
+export function confirmWindowOpen(context: Pick<OrderContext, "lockExpiresAt" | "refundGraceSeconds" | "lockRefundRequested">, at: string): boolean {
+  const end = lockGraceEndsAt(context);
+  return end !== null && !context.lockRefundRequested && Date.parse(at) < Date.parse(end);
 }
 
 /** A dispute outcome that pays the escrowed USDC to the buyer. */
@@ -154,7 +213,7 @@ export function releasesToBuyer(outcome: DisputeOutcome | null): boolean {
  * operator decision yet, or REFUND). A held buyer who disputes must not be paid through the arbiter.
  */
 export function resolutionHeldBySanctions(context: Pick<OrderContext, "sanctionsHold">, outcome: DisputeOutcome): boolean {
-  return releasesToBuyer(outcome) && releaseHeld(context);
+  return releasesToBuyer(outcome) && !!context.sanctionsHold && context.sanctionsHold.decision !== "RELEASE";
 }
 
 /** When the lock's refund grace period ends: `lockExpiresAt` + the escrow's REFUND_GRACE_SECONDS. */
@@ -175,9 +234,9 @@ export function inWindowPaymentBeingVerified(context: OrderContext): boolean {
   return (context.verifyingPayments ?? []).some((report) => reportInLockWindow(context, report));
 }
 
-/** A verified payment held for a sanctions review also holds the lock-expiry refund, unless the operator chose REFUND. */
+/** A verified payment held for review also holds the lock-expiry refund until an operator decides, unless one chose REFUND. */
 function heldPaymentBlocksRefund(context: OrderContext): boolean {
-  return releaseHeld(context) && context.sanctionsHold?.decision !== "REFUND" && context.cepHash !== null;
+  return holdUndecided(context) && !holdsOf(context).some((hold) => hold.decision === "REFUND") && context.cepHash !== null;
 }
 
 /** Two reports name the same payment: tracking keys compare without letter case, like the portal's. */
@@ -216,11 +275,14 @@ export const orderMachine = setup({
     sendTransaction: (_, _params: { action: ChainAction; params?: { outcome: DisputeOutcome } }) => undefined,
     verifyPayment: (_, _params: { cepTrackingKey: string; operationDate: string; senderBankCode: string }) => undefined,
     // Screening at the lock (decisions 19): a listed buyer's order is held for the operator's review.
-    holdSanctionedBuyer: enqueueActions(({ enqueue, event }) => {
-      if (event.type !== "LOCKED" || !event.sanctionedBuyer) return;
+    // Later, the buyer's KYC screening (BUYER_SANCTIONED) holds the locks it has open the same way.
+    holdSanctionedBuyer: enqueueActions(({ context, enqueue, event }) => {
+      const listed = event.type === "LOCKED" ? event.sanctionedBuyer : event.type === "BUYER_SANCTIONED" && !context.sanctionsHold ? { listEntry: event.listEntry } : undefined;
+      if (!listed) return;
+      const buyer = event.type === "LOCKED" ? event.buyer : context.buyerWallet!;
       const hold: SanctionsHold = {
-        buyerWallet: event.buyer,
-        listEntry: event.sanctionedBuyer.listEntry,
+        buyerWallet: buyer,
+        listEntry: listed.listEntry,
         since: event.at,
         paymentVerifiedAt: null,
         decision: null,
@@ -228,7 +290,14 @@ export const orderMachine = setup({
         decidedAt: null,
       };
       enqueue.assign({ sanctionsHold: hold });
-      enqueue({ type: "timeline", params: { event: "SANCTIONS_HOLD", data: { buyerWallet: event.buyer, listEntry: hold.listEntry } } } as never);
+      enqueue({ type: "timeline", params: { event: "SANCTIONS_HOLD", data: { buyerWallet: buyer, listEntry: hold.listEntry } } } as never);
+    }),
+    // A deposit from a listed wallet (decisions 19): the order is ACTIVE on chain but not listed until an operator decides.
+    holdSanctionedDeposit: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== "DEPOSIT_CONFIRMED" || !event.sanctionedSeller) return;
+      const hold: DepositHold = { sellerWallet: event.seller, listEntry: event.sanctionedSeller.listEntry, since: event.at, decision: null, note: null, decidedAt: null };
+      enqueue.assign({ depositHold: hold });
+      enqueue({ type: "timeline", params: { event: "SANCTIONS_HOLD", data: { sellerWallet: event.seller, listEntry: hold.listEntry } } } as never);
     }),
     openDispute: enqueueActions(({ enqueue, event }) => {
       if (event.type !== "DISPUTE_OPENED") return;
@@ -244,7 +313,8 @@ export const orderMachine = setup({
   },
   guards: {
     // Payment proof: a report is verified once at a time, and only a verdict on a report being verified counts.
-    paymentNotBeingVerified: ({ context, event }) => event.type === "PAYMENT_REPORTED" && !paymentBeingVerified(context, event),
+    // A payment already verified and held for review settles the question: no other is taken meanwhile.
+    paymentNotBeingVerified: ({ context, event }) => event.type === "PAYMENT_REPORTED" && !paymentBeingVerified(context, event) && context.cepHash === null,
     // Before the lock expires, or after it within the refund grace period as long as the lock-expiry refund
     // has not been asked for (decisions 19: a verified payment beats the clock).
     paymentVerifiedInLockWindow: ({ context, event }) =>
@@ -253,10 +323,21 @@ export const orderMachine = setup({
       context.lockExpiresAt !== null &&
       (Date.parse(event.at) < Date.parse(context.lockExpiresAt) || (!context.lockRefundRequested && Date.parse(event.at) < Date.parse(lockGraceEndsAt(context)!))),
     heldForReview: ({ context }) => releaseHeld(context),
-    // An operator decision applies to a hold nobody has decided yet.
+    thirdPartyPayer: ({ event }) => event.type === "PAYMENT_VERIFIED" && !!event.thirdParty,
+    // An operator decision applies to the holds nobody has decided yet. A RELEASE that lifts the last hold
+    // on a verified payment sends the release, which the escrow takes only until lockExpiresAt + the grace.
     holdUndecidedReleaseWithPayment: ({ context, event }) =>
-      event.type === "HOLD_DECIDED" && event.decision === "RELEASE" && !!context.sanctionsHold && context.sanctionsHold.decision === null && context.sanctionsHold.paymentVerifiedAt !== null,
-    holdUndecided: ({ context }) => !!context.sanctionsHold && context.sanctionsHold.decision === null,
+      event.type === "HOLD_DECIDED" &&
+      event.decision === "RELEASE" &&
+      holdUndecided(context) &&
+      !releaseHeld(decideHolds(context, "RELEASE", null, event.at)) &&
+      context.cepHash !== null &&
+      confirmWindowOpen(context, event.at),
+    holdUndecided: ({ context, event }) =>
+      event.type === "HOLD_DECIDED" && holdUndecided(context) && !(event.decision === "RELEASE" && context.cepHash !== null && !confirmWindowOpen(context, event.at)),
+    depositHoldUndecided: ({ context, event }) =>
+      event.type === "HOLD_DECIDED" && !!context.depositHold && context.depositHold.decision === null && !(event.decision === "REFUND" && context.cancelRequested),
+    buyerNotYetHeld: ({ context }) => !context.sanctionsHold,
     // A verified payment held for review also holds the lock-expiry refund: the operator decides.
     lockTimerDueWithHeldPayment: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && heldPaymentBlocksRefund(context),
     lockTimerDueWhileVerifying: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && inWindowPaymentBeingVerified(context),
@@ -311,6 +392,8 @@ export const orderMachine = setup({
     cancelRequested: false,
     lateDeposit: null,
     sanctionsHold: null,
+    thirdPartyHold: null,
+    depositHold: null,
     refundGraceSeconds: 0,
     lockRefundDeferred: false,
     lockRefundRequested: false,
@@ -330,6 +413,7 @@ export const orderMachine = setup({
             { type: "timeline", params: ({ event }) => ({ event: "DEPOSIT_CONFIRMED", data: { txHash: event.txHash, sellerWallet: event.seller } }) },
             { type: "notify", params: ({ event }) => ({ eventType: "order.deposit_confirmed" as const, data: { escrowTxHash: event.txHash } }) },
             { type: "startTimer", params: ({ event }) => ({ timer: "LISTING_TIMEOUT" as const, dueAt: event.listingExpiresAt }) },
+            "holdSanctionedDeposit",
           ],
         },
         TIMER_FIRED: {
@@ -377,6 +461,20 @@ export const orderMachine = setup({
             { type: "timeline", params: { event: "CANCELLATION_REQUESTED", data: {} } },
             { type: "sendTransaction", params: { action: "cancel" as const } },
           ],
+        },
+        // The operator's decision on a held deposit: RELEASE lists the order, REFUND cancels it (the escrow
+        // returns the deposit to its depositor; the order ends REFUNDED when the chain shows it).
+        HOLD_DECIDED: {
+          guard: "depositHoldUndecided",
+          actions: enqueueActions(({ context, event, enqueue }) => {
+            if (event.type !== "HOLD_DECIDED") return;
+            enqueue.assign({ depositHold: { ...context.depositHold!, decision: event.decision, note: event.note, decidedAt: event.at } });
+            enqueue({ type: "timeline", params: { event: "HOLD_DECIDED", data: { decision: event.decision, note: event.note } } } as never);
+            if (event.decision !== "REFUND") return;
+            enqueue.assign({ cancelRequested: true });
+            enqueue({ type: "timeline", params: { event: "CANCELLATION_REQUESTED", data: { after: "HOLD_DECIDED" } } } as never);
+            enqueue({ type: "sendTransaction", params: { action: "cancel" } } as never);
+          }),
         },
         REFUNDED: [
           {
@@ -429,6 +527,29 @@ export const orderMachine = setup({
         // may already be on its way, and the release must never race it.
         PAYMENT_VERIFIED: [
           {
+            // Paid by someone other than the buyer (decisions 8): recorded, its CEP used up, no release sent;
+            // the operator's decision (HOLD_DECIDED) releases or refunds. The partner's timeline says only
+            // "third-party payment": who paid stays in the hold, which only operators see.
+            guard: and(["paymentVerifiedInLockWindow", "thirdPartyPayer"]),
+            actions: [
+              assign(({ context, event }) => ({
+                cepTrackingKey: event.cepTrackingKey,
+                cepHash: event.cepHash,
+                cepValidatedAt: event.at,
+                verifyingPayments: [],
+                thirdPartyHold: { ...event.thirdParty!, cepTrackingKey: event.cepTrackingKey, since: event.at, decision: null, note: null, decidedAt: null },
+                sanctionsHold: context.sanctionsHold ? { ...context.sanctionsHold, paymentVerifiedAt: event.at } : (context.sanctionsHold ?? null),
+              })),
+              {
+                type: "timeline",
+                params: ({ event }) => ({
+                  event: "THIRD_PARTY_PAYMENT",
+                  data: { cepTrackingKey: event.cepTrackingKey, amountMxn: event.amountMxn, paidAt: event.paidAt, reason: "third-party payment" },
+                }),
+              },
+            ],
+          },
+          {
             // Held for review (a sanctioned buyer): the payment is recorded, its CEP reserved, and no
             // release is sent; the operator's decision (HOLD_DECIDED) releases or refunds.
             guard: and(["paymentVerifiedInLockWindow", "heldForReview"]),
@@ -467,7 +588,7 @@ export const orderMachine = setup({
             guard: "holdUndecidedReleaseWithPayment",
             target: "PENDING_RELEASE",
             actions: [
-              assign(({ context, event }) => ({ sanctionsHold: { ...context.sanctionsHold!, decision: event.decision, note: event.note, decidedAt: event.at } })),
+              assign(({ context, event }) => decideHolds(context, event.decision, event.note, event.at)),
               { type: "timeline", params: ({ event }) => ({ event: "HOLD_DECIDED", data: { decision: event.decision, note: event.note } }) },
               { type: "timeline", params: ({ context }) => ({ event: "PAYMENT_VERIFIED", data: { cepTrackingKey: context.cepTrackingKey, releasedAfterHold: true } }) },
               { type: "notify", params: ({ context }) => ({ eventType: "order.payment_verified" as const, data: { cepTrackingKey: context.cepTrackingKey, cepValidatedAt: context.cepValidatedAt } }) },
@@ -478,11 +599,11 @@ export const orderMachine = setup({
             guard: "holdUndecided",
             actions: enqueueActions(({ context, event, enqueue }) => {
               if (event.type !== "HOLD_DECIDED") return;
-              enqueue.assign({ sanctionsHold: { ...context.sanctionsHold!, decision: event.decision, note: event.note, decidedAt: event.at } });
+              enqueue.assign(decideHolds(context, event.decision, event.note, event.at));
               enqueue({ type: "timeline", params: { event: "HOLD_DECIDED", data: { decision: event.decision, note: event.note } } } as never);
               // REFUND once the lock has expired: the refund the hold kept back is asked for now; before
               // that, the lock timer asks for it as usual.
-              if (event.decision === "REFUND" && context.lockExpiresAt !== null && Date.parse(event.at) >= Date.parse(context.lockExpiresAt)) {
+              if (event.decision === "REFUND" && !context.lockRefundRequested && context.lockExpiresAt !== null && Date.parse(event.at) >= Date.parse(context.lockExpiresAt)) {
                 enqueue.assign({ lockRefundRequested: true });
                 enqueue({ type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_REQUESTED", data: {} } } as never);
                 enqueue({ type: "sendTransaction", params: { action: "refundExpiredLock" } } as never);
@@ -513,7 +634,13 @@ export const orderMachine = setup({
         TIMER_FIRED: [
           {
             guard: "lockTimerDueWithHeldPayment",
-            actions: { type: "timeline", params: { event: "LOCK_EXPIRY_REFUND_HELD", data: { reason: "SANCTIONS_HOLD" } } },
+            actions: {
+              type: "timeline",
+              params: ({ context }) => ({
+                event: "LOCK_EXPIRY_REFUND_HELD",
+                data: { reason: context.thirdPartyHold?.decision === null ? "THIRD_PARTY_PAYMENT" : "SANCTIONS_HOLD", releasePossibleUntil: lockGraceEndsAt(context) },
+              }),
+            },
           },
           {
             // A report of a payment made inside the window is being verified: the refund waits for its
@@ -564,6 +691,7 @@ export const orderMachine = setup({
           ],
         },
         DISPUTE_OPENED: { target: "DISPUTED", actions: "openDispute" },
+        BUYER_SANCTIONED: { guard: "buyerNotYetHeld", actions: "holdSanctionedBuyer" },
       },
     },
     PENDING_RELEASE: {
@@ -600,6 +728,7 @@ export const orderMachine = setup({
         // resolveDispute transaction requested once; the order then follows the chain (DISPUTE_RESOLVED).
         // Outcomes paying a buyer under an undecided or REFUND sanctions hold are refused (the admin route
         // answers 409 INVALID_STATE); the seller's outcomes and NO_FAULT_RETRY stay open.
+        BUYER_SANCTIONED: { guard: "buyerNotYetHeld", actions: "holdSanctionedBuyer" },
         RESOLUTION_REQUESTED: {
           guard: "resolutionAllowed",
           actions: [

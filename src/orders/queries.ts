@@ -47,6 +47,12 @@ interface OrderRow {
   created_at: Date;
 }
 
+/**
+ * SQL condition (on `orders` unaliased) of an ACTIVE order whose deposit came from a listed wallet and is
+ * held for review (decisions 19): not in the book, no lock permit, until an operator's RELEASE lists it.
+ */
+export const DEPOSIT_HELD = "(machine_snapshot #>> '{context,depositHold,sellerWallet}' IS NOT NULL AND machine_snapshot #>> '{context,depositHold,decision}' IS DISTINCT FROM 'RELEASE')";
+
 const SELECT_ORDER = "SELECT o.*, u.partner_user_ref FROM orders o JOIN users u ON u.id = o.user_id";
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 

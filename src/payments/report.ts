@@ -158,6 +158,7 @@ export async function reportPayment(
     const pending = paymentBeingVerified(current.machine_snapshot.context, report);
     if (pending && pending.amountMxn === amountMxn) return view(current.status, "PENDING");
     if (pending) throw new InvalidStateError(`This payment is being verified with the amount ${pending.amountMxn} MXN; report it again once that verification ends`);
+    if (current.machine_snapshot.context.cepHash) throw new InvalidStateError("A payment for this order was verified and is held for an operator's review; no other report is taken");
   }
   if ((current.status === "PENDING_RELEASE" || current.status === "COMPLETED") && current.cep_tracking_key?.toUpperCase() === report.cepTrackingKey.toUpperCase()) {
     const reported = await pool.query(

@@ -5,13 +5,15 @@ import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import { CepQueryError, type CepLookupResult, type CepPortalClient } from "../integrations/cep-portal.ts";
 import { verifyCepConcept, verifyCepReceipt, type CepReceipt } from "../integrations/cep-receipt.ts";
 import type { Logger } from "../logger.ts";
-import { paymentBeingVerified, reportInLockWindow, type OrderContext, type PaymentReportId } from "../orders/machine.ts";
+import { comparePayer, normaliseTaxId, type VerifiedIdentity } from "../domain/payer-identity.ts";
+import { paymentBeingVerified, reportInLockWindow, type OrderContext, type PaymentReportId, type ThirdPartyPayment } from "../orders/machine.ts";
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 
 // Verification of a reported SPEI payment (decisions section 8), one attempt at a time. An attempt
 // reads the order, asks the central bank's CEP portal for the receipt itself (never a file from the
-// buyer), checks it, and ends in exactly one of: PAYMENT_VERIFIED, PAYMENT_REJECTED (the order stays
+// buyer), checks it, compares its ordering party with the buyer who locked (a third party's payment is
+// verified but held for an operator), and ends in exactly one of: PAYMENT_VERIFIED, PAYMENT_REJECTED (the order stays
 // LOCKED), the next attempt scheduled, or nothing (the report is no longer being verified). Whatever it
 // ends in is committed in one transaction with the attempt's own completion (see src/workers/payment-verification.ts), so a
 // crash repeats an attempt, never half of one.
@@ -59,6 +61,8 @@ export interface PaymentVerificationAttempt extends PaymentReportId {
 
 export type AttemptOutcome =
   | { kind: "verified" }
+  /** Verified, but paid by someone other than the buyer: held for an operator (decisions 8). */
+  | { kind: "held"; comparedBy: string }
   | { kind: "rejected"; reason: PaymentRejectionReason; message: string }
   | { kind: "retry"; next: PaymentVerificationAttempt; startAfter: Date; answer: string }
   | { kind: "dropped"; why: string };
@@ -107,6 +111,25 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
   async function usedOnChain(receipt: CepReceipt): Promise<boolean> {
     if (!deps.escrow) return false;
     return deps.escrow.publicClient.readContract({ address: deps.escrow.address, abi: escrowAbi, functionName: "cepHashUsed", args: [receipt.cepHash] });
+  }
+
+  /**
+   * Who paid, when it is not the buyer who locked (decisions 8): the CEP's ordering party beside the
+   * buyer's verified identity, for the operator's review; undefined when the payer is the buyer.
+   */
+  async function thirdPartyPayment(buyerWallet: string | null, receipt: CepReceipt): Promise<ThirdPartyPayment | undefined> {
+    const { rows } = await pool.query<{ verified_name: string | null; verified_curp: string | null; verified_rfc: string | null }>(
+      "SELECT verified_name, verified_curp, verified_rfc FROM buyers WHERE wallet = lower($1)",
+      [buyerWallet ?? ""],
+    );
+    const buyer: VerifiedIdentity = { name: rows[0]?.verified_name ?? null, curp: rows[0]?.verified_curp ?? null, rfc: rows[0]?.verified_rfc ?? null };
+    const compared = comparePayer(buyer, { name: receipt.senderName, rfcOrCurp: receipt.senderRfc });
+    if (compared.match) return undefined;
+    return {
+      payer: { name: receipt.senderName, rfcOrCurp: normaliseTaxId(receipt.senderRfc), account: receipt.senderAccount, bank: receipt.senderBank },
+      buyer: { wallet: buyerWallet, ...buyer },
+      comparedBy: compared.by,
+    };
   }
 
   /** One attempt; `commit` writes its outcome with the job's completion. Returns what was committed (for the log). */
@@ -200,6 +223,7 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
     });
     if (!check.ok) return reject(check.reason, check.message);
     if (await usedOnChain(receipt)) return reject("CEP_ALREADY_USED", "This payment's CEP has already been used to release an escrow order.");
+    const thirdParty = await thirdPartyPayment(row.buyer_wallet, receipt);
 
     let outcome: AttemptOutcome = { kind: "verified" };
     await settle(async (tx) => {
@@ -225,11 +249,20 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
         pool,
         ports,
         row.id,
-        { type: "PAYMENT_VERIFIED", ...report, cepHash: receipt.cepHash, amountMxn: receipt.amountMxn, paidAt: receipt.operationAt, at: at.toISOString() },
+        {
+          type: "PAYMENT_VERIFIED",
+          ...report,
+          cepHash: receipt.cepHash,
+          amountMxn: receipt.amountMxn,
+          paidAt: receipt.operationAt,
+          at: at.toISOString(),
+          ...(thirdParty ? { thirdParty } : {}),
+        },
         { tx },
       );
       // The machine had moved on meanwhile (a dispute opened, the report ended): nothing was verified.
       if (!applied.changed) outcome = { kind: "dropped", why: `the order no longer takes this verdict (${applied.status})` };
+      else if (thirdParty) outcome = { kind: "held", comparedBy: thirdParty.comparedBy };
     });
     return outcome;
   }

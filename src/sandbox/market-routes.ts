@@ -8,7 +8,7 @@ import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
 import { money, USDC_DECIMALS } from "../domain/money.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { simulateSpeiPayment } from "./payment-routes.ts";
+import { simulatedPaymentProperties, simulateSpeiPayment } from "./payment-routes.ts";
 import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
 import { KycSimulatorError, type KycProviderSimulator } from "./simulators/kyc-provider.ts";
 import { currentBuyer } from "../market/auth.ts";
@@ -96,13 +96,27 @@ export function marketSandboxRoutes(
   const pool: Pool = deps.pool;
   if (deps.kyc) {
     const kyc = deps.kyc;
-    market.add<{ result: "APPROVED" | "REJECTED"; isPep?: boolean }>(
+    market.add<{ result: "APPROVED" | "REJECTED"; isPep?: boolean; name?: string; curp?: string; rfc?: string }>(
       {
         method: "post",
         path: "/sandbox/kyc/:sessionId/decision",
         tag: "Sandbox",
         summary: "Sandbox: the simulated KYC provider decides one of the buyer's own sessions",
-        body: { type: "object", additionalProperties: false, required: ["result"], properties: { result: { enum: ["APPROVED", "REJECTED"] }, isPep: { type: "boolean" } } },
+        description:
+          "Optional `name`, `curp` and `rfc`: the identity the provider verified (generated when absent; the CURP and RFC only at FULL). " +
+          "The service keeps it with the buyer and compares the payer of each SPEI payment with it.",
+        body: {
+          type: "object",
+          additionalProperties: false,
+          required: ["result"],
+          properties: {
+            result: { enum: ["APPROVED", "REJECTED"] },
+            isPep: { type: "boolean" },
+            name: { type: "string", minLength: 1, maxLength: 120 },
+            curp: { type: "string", pattern: "^[A-Za-z]{4}\\d{6}[HMXhmx][A-Za-z]{5}[A-Za-z0-9]\\d$" },
+            rfc: { type: "string", pattern: "^[A-Za-z&Ññ]{3,4}\\d{6}[A-Za-z0-9]{3}$" },
+          },
+        },
         responses: { 200: { description: "The buyer (as GET /me) once the decision was applied" } },
         errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "KYC_SESSION_FAILED"],
       },
@@ -110,7 +124,8 @@ export function marketSandboxRoutes(
         const wallet = currentBuyer(ctx);
         if (!(await isBuyerKycSession(pool, wallet, params.sessionId!))) throw new NotFoundError("No KYC session of this buyer with this id");
         try {
-          await kyc.decide(params.sessionId!, body.result, body.isPep === undefined ? {} : { isPep: body.isPep });
+          const identity = { ...(body.name ? { name: body.name } : {}), ...(body.curp ? { curp: body.curp.toUpperCase() } : {}), ...(body.rfc ? { rfc: body.rfc.toUpperCase() } : {}) };
+          await kyc.decide(params.sessionId!, body.result, { ...(body.isPep === undefined ? {} : { isPep: body.isPep }), identity });
         } catch (error) {
           if (!(error instanceof KycSimulatorError)) throw error;
           if (error.code === "SESSION_NOT_FOUND") throw new NotFoundError("The simulated provider has no session with this id");
@@ -123,19 +138,23 @@ export function marketSandboxRoutes(
   }
   if (deps.cep) {
     const cep = deps.cep;
-    market.add<{ amountMxn?: number; concept?: string }>(
+    market.add<{ amountMxn?: number; concept?: string; payerName?: string; payerRfc?: string }>(
       {
         method: "post",
         path: "/sandbox/trades/:escrowOrderId/spei",
         tag: "Sandbox",
         summary: "Sandbox: simulates the buyer's SPEI transfer to the seller's CLABE (not reported)",
-        description: "Optional `amountMxn` (default totalMxn) and `concept` (default the order's payment concept; \"\" for none). Report it with POST /trades/:escrowOrderId/payment.",
+        description:
+          "Optional `amountMxn` (default totalMxn), `concept` (default the order's payment concept; \"\" for none), `payerName` and `payerRfc` " +
+          "(default the buyer's own verified identity; another's simulates a third-party payment, held for review). Report it with POST /trades/:escrowOrderId/payment.",
         body: {
           type: "object",
           additionalProperties: false,
           properties: {
-            amountMxn: { type: "number", exclusiveMinimum: 0, maximum: 1_000_000_000, "x-maxDecimals": 2 },
-            concept: { type: "string", maxLength: 40 },
+            amountMxn: simulatedPaymentProperties.amountMxn,
+            concept: simulatedPaymentProperties.concept,
+            payerName: simulatedPaymentProperties.payerName,
+            payerRfc: simulatedPaymentProperties.payerRfc,
           },
         },
         responses: { 200: { description: "{ trackingKey, operationDate, senderBankCode, amountMxn, concept }" } },
@@ -144,7 +163,7 @@ export function marketSandboxRoutes(
       async (ctx, { body, params }) => {
         const row = await getTradeRow(pool, currentBuyer(ctx), params.escrowOrderId!);
         if (row.status !== "LOCKED") throw new InvalidStateError(`The trade is ${row.status}; this action needs LOCKED`);
-        const paid = await simulateSpeiPayment(cep, row, body);
+        const paid = await simulateSpeiPayment(pool, cep, row, body);
         ctx.body = { trackingKey: paid.trackingKey, operationDate: paid.operationDate, senderBankCode: paid.sender.code, amountMxn: Number(paid.amountMxn), concept: paid.concept };
       },
     );

@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { sandboxAccounts } from "../stack/local-node.ts";
-import type { Pool } from "../db/pool.ts";
+import type { Pool, Queryable } from "../db/pool.ts";
 import { parseClabe, withCheckDigit } from "../domain/clabe.ts";
 import { InvalidStateError } from "../domain/errors.ts";
 import { currentPartner } from "../http/context.ts";
@@ -23,6 +23,8 @@ interface PayBody {
   paidAt?: string;
   senderBankCode?: string;
   concept?: string;
+  payerName?: string;
+  payerRfc?: string;
 }
 
 /** The body fields of a simulated SPEI payment, shared by the partner `pay` helper and the market's `spei` helper. */
@@ -32,14 +34,35 @@ export const simulatedPaymentProperties = {
   paidAt: { type: "string", format: "date-time" },
   senderBankCode: { type: "string", pattern: "^\\d{3,5}$" },
   concept: { type: "string", maxLength: 40, description: "The SPEI concept; default the order's payment concept, \"\" for none" },
+  payerName: { type: "string", minLength: 1, maxLength: 120, description: "The ordering party's name on the CEP; default the buyer's verified name" },
+  payerRfc: {
+    type: "string",
+    pattern: "^[A-Za-z0-9&Ññ]{1,18}$",
+    description: "The ordering party's RFC or CURP on the CEP; default the buyer's verified RFC (or CURP); with another payerName and none given, \"ND\"",
+  },
 } as const;
+
+/**
+ * Who the transfer is sent as (decisions 17): the buyer's own verified identity unless the body names
+ * another payer, which simulates a third-party payment (decisions 8).
+ */
+async function payerOf(db: Queryable, buyerWallet: string | null, body: Pick<PayBody, "payerName" | "payerRfc">): Promise<{ name: string; rfc: string }> {
+  const { rows } = await db.query<{ verified_name: string | null; verified_curp: string | null; verified_rfc: string | null }>(
+    "SELECT verified_name, verified_curp, verified_rfc FROM buyers WHERE wallet = lower($1)",
+    [buyerWallet ?? ""],
+  );
+  const own = rows[0];
+  const name = body.payerName ?? own?.verified_name ?? "COMPRADOR SANDBOX";
+  const rfc = body.payerRfc ?? (body.payerName === undefined ? (own?.verified_rfc ?? own?.verified_curp) : undefined) ?? "ND";
+  return { name, rfc: rfc.toUpperCase() };
+}
 
 /**
  * A buyer's SPEI transfer recorded in the CEP portal simulator (which will then issue its CEP): to the
  * seller's CLABE for totalMxn with the order's payment concept, unless the body changes them so that
  * mismatches can be tried. Reports nothing.
  */
-export async function simulateSpeiPayment(simulator: CepPortalSimulator, row: OrderRow, body: PayBody) {
+export async function simulateSpeiPayment(db: Queryable, simulator: CepPortalSimulator, row: OrderRow, body: PayBody) {
   const beneficiary = parseClabe(body.clabe ?? row.seller_clabe);
   const senderBankCode = body.senderBankCode ?? SANDBOX_SENDER_BANK_CODE;
   const sender = resolveSenderBank(senderBankCode);
@@ -48,6 +71,7 @@ export async function simulateSpeiPayment(simulator: CepPortalSimulator, row: Or
   const paidAt = body.paidAt ? new Date(body.paidAt) : new Date(Math.max(Date.now(), row.locked_at?.getTime() ?? 0));
   const amountMxn = reportAmount(body.amountMxn ?? row.total_mxn);
   const concept = body.concept ?? row.payment_concept;
+  const payer = await payerOf(db, row.buyer_wallet, body);
   const { trackingKey } = simulator.recordPayment({
     operationAt: paidAt,
     amountMxn,
@@ -55,7 +79,8 @@ export async function simulateSpeiPayment(simulator: CepPortalSimulator, row: Or
     receiverBankCode: beneficiary.participant.code,
     senderBankCode: sender.code,
     senderAccount: SANDBOX_SENDER_ACCOUNT,
-    senderName: "COMPRADOR SANDBOX",
+    senderName: payer.name,
+    senderRfc: payer.rfc,
     beneficiaryName: "VENDEDOR SANDBOX",
     concept,
   });
@@ -80,7 +105,8 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
       summary: "Simulates the buyer's SPEI payment and reports it, signed by the buyer's sandbox wallet",
       description:
         "Optional `amountMxn` (default totalMxn), `clabe` (default the seller's), `paidAt` (ISO 8601 instant, default now or the lock's time if later) and " +
-        "`senderBankCode` (default 90646, STP) and `concept` (default the order's payment concept, \"\" for none) let mismatches be tried. " +
+        "`senderBankCode` (default 90646, STP) and `concept` (default the order's payment concept, \"\" for none) let mismatches be tried; " +
+        "`payerName` and `payerRfc` (default the buyer's own verified identity) simulate a payment from someone else's account, which is held for review. " +
         "Reports for whichever wallet locked the order. Answers the report's result with the payment's `trackingKey`.",
       body: { type: "object", additionalProperties: false, properties: simulatedPaymentProperties },
       responses: { 200: { description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, concept, signature, orderId, status, payment }" } },
@@ -90,7 +116,7 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
       const partnerId = currentPartner(ctx).id;
       const row = await getOrderRow(pool, partnerId, params.id!);
       if (row.status !== "LOCKED") throw new InvalidStateError(`The order is ${row.status}; this action needs LOCKED`);
-      const { trackingKey, operationDate, paidAt, amountMxn, senderBankCode, sender, beneficiary, concept } = await simulateSpeiPayment(simulator, row, body);
+      const { trackingKey, operationDate, paidAt, amountMxn, senderBankCode, sender, beneficiary, concept } = await simulateSpeiPayment(pool, simulator, row, body);
       // Reported for whichever wallet locked the order: signed with a sandbox wallet's key, or, for a
       // market buyer's wallet, with that wallet as proof, as its market session would.
       const buyer = sandboxAccounts.find((account) => account.address.toLowerCase() === row.buyer_wallet?.toLowerCase());

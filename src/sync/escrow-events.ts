@@ -135,19 +135,29 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   }
 
   /**
-   * What a lock adds besides the chain's facts (decisions 19): the buyer's wallet screened against the
-   * sanctions list (a listed buyer's order is held), and the escrow's refund grace period.
+   * What a deposit or a lock adds besides the chain's facts (decisions 19): the seller's and the buyer's
+   * wallet screened against the sanctions list and the buyer's KYC screening (a listed party's order is
+   * held), and the escrow's refund grace period.
    */
-  async function withLockFacts(event: OrderEvent | undefined): Promise<OrderEvent | undefined> {
+  async function withLockFacts(tx: PoolClient, event: OrderEvent | undefined): Promise<OrderEvent | undefined> {
+    // A deposit from a listed wallet is held for review instead of listed (decisions 19).
+    if (event?.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) return { ...event, sanctionedSeller: { listEntry: options.sanctionsEntry?.(event.seller) ?? null } };
     if (event?.type !== "LOCKED") return event;
     const locked = { ...event };
     if (options.isSanctioned?.(event.buyer)) locked.sanctionedBuyer = { listEntry: options.sanctionsEntry?.(event.buyer) ?? null };
+    else if (await kycFlagged(tx, event.buyer)) locked.sanctionedBuyer = { listEntry: "KYC_SCREENING_MATCH" };
     if (options.refundGraceSeconds) locked.refundGraceSeconds = await options.refundGraceSeconds();
     return locked;
   }
 
+  /** The buyer's KYC screening found a sanctions or PEP match: it is stopped as a listed wallet is. */
+  async function kycFlagged(tx: PoolClient, wallet: string): Promise<boolean> {
+    const { rows } = await tx.query<{ flagged: boolean }>("SELECT is_sanctioned OR is_pep AS flagged FROM buyers WHERE wallet = lower($1)", [wallet]);
+    return rows[0]?.flagged ?? false;
+  }
+
   async function applyRow(tx: PoolClient, row: EscrowEventRow): Promise<void> {
-    const event = await withLockFacts(toOrderEvent(row));
+    const event = await withLockFacts(tx, toOrderEvent(row));
     if (event && row.order_id) {
       const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
       const orderId = rows[0]?.id;

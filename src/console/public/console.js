@@ -514,16 +514,68 @@ function holdActions(order, onDone) {
   return h("div", { class: "hold-actions", "data-order-id": order.id }, note, decide("RELEASE"), decide("REFUND"));
 }
 
+// Who paid beside who locked (decisions 8): the operator compares the two and decides.
+function identityColumns(payment) {
+  const column = (title, rows) =>
+    h("div", { class: "identity" }, h("h4", {}, title), h("dl", { class: "kv" }, rows.flatMap(([label, value]) => [h("dt", {}, label), h("dd", {}, value ?? "—")])));
+  return h(
+    "div",
+    { class: "identities" },
+    column("Payer on the CEP", [
+      ["Name", payment.payer.name],
+      ["RFC / CURP", payment.payer.rfcOrCurp],
+      ["Account", payment.payer.account],
+      ["Bank", payment.payer.bank],
+    ]),
+    column("Buyer (verified by KYC)", [
+      ["Name", payment.buyer.name],
+      ["RFC", payment.buyer.rfc],
+      ["CURP", payment.buyer.curp],
+      ["Wallet", payment.buyer.wallet],
+    ]),
+  );
+}
+
 async function highRiskView(view) {
   const page = await api("GET", "/orders?amlRiskLevel=HIGH&limit=100");
   const held = await api("GET", "/orders?review=SANCTIONS_HOLD&limit=100");
+  const thirdParty = await api("GET", "/orders?review=THIRD_PARTY_PAYMENT&limit=100");
   await refreshBadges();
+  view.append(
+    h(
+      "section",
+      { class: "card", id: "third-party-payment-queue" },
+      h("h2", {}, "Third-party payments"),
+      h(
+        "p",
+        { class: "muted" },
+        "Orders paid from an account that is not the buyer's. No release is sent until you decide: Release if the account is the buyer's after all, " +
+          "Refund if not (the seller returns the pesos to the payer). The escrow takes a release only until the time shown.",
+      ),
+      thirdParty.orders.length === 0
+        ? h("p", { class: "muted" }, "No orders held.")
+        : h(
+            "div",
+            {},
+            ...thirdParty.orders.map((order) =>
+              h(
+                "article",
+                { class: "card", "data-order-id": order.id },
+                h("h3", {}, orderLink(order.id), ` · ${usdc(order.amount)} · ${mxn(order.totalMxn)} · ${order.partnerName} / ${order.partnerUserRef} · ${order.status}`),
+                identityColumns(order.thirdPartyPayment),
+                h("p", { class: "muted" }, `Compared by ${order.thirdPartyPayment.comparedBy}; release possible until ${order.thirdPartyPayment.releasePossibleUntil}.`),
+                holdActions(order, () => route()),
+              ),
+            ),
+          ),
+    ),
+  );
   view.append(
     h(
       "section",
       { class: "card", id: "sanctions-hold-queue" },
       h("h2", {}, "Sanctions holds"),
-      h("p", { class: "muted" }, "Orders whose buyer wallet was on the sanctions list when it locked. No release is sent until you decide."),
+      h("p", { class: "muted" }, "Orders whose buyer (wallet, or KYC screening) or depositing seller wallet is sanctioned. Nothing is released or listed until you decide."),
       held.orders.length === 0
         ? h("p", { class: "muted" }, "No orders held.")
         : h(
@@ -537,8 +589,12 @@ async function highRiskView(view) {
                 h(
                   "p",
                   {},
-                  `Buyer ${order.sanctionsHold.buyerWallet} (${order.sanctionsHold.listEntry ?? "listed"}); `,
-                  order.sanctionsHold.paymentVerifiedAt ? `payment verified ${order.sanctionsHold.paymentVerifiedAt}.` : "no payment verified yet.",
+                  ...(order.sanctionsHold
+                    ? [
+                        `Buyer ${order.sanctionsHold.buyerWallet} (${order.sanctionsHold.listEntry ?? "listed"}); `,
+                        order.sanctionsHold.paymentVerifiedAt ? `payment verified ${order.sanctionsHold.paymentVerifiedAt}.` : "no payment verified yet.",
+                      ]
+                    : [`Deposit from ${order.depositHold.sellerWallet} (${order.depositHold.listEntry ?? "listed"}): not listed. Release lists it; Refund returns the deposit.`]),
                 ),
                 holdActions(order, () => route()),
               ),

@@ -22,6 +22,7 @@ import type Router from "@koa/router";
 import type { Context } from "koa";
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { createRouter } from "../../http/router.ts";
+import { syntheticIdentity } from "../../domain/payer-identity.ts";
 
 export type KycSimulatorMode = "normal" | "down";
 export type KycSimulatorResult = "APPROVED" | "REJECTED";
@@ -40,6 +41,12 @@ export interface KycProviderSimulatorOptions {
 
 export interface KycDecideOptions {
   isPep?: boolean;
+  /**
+   * The person the document and registries showed. An approval always names someone, as a real provider's
+   * does: what is not given is generated from the session (syntheticIdentity). At BASIC only the name is
+   * verified; at FULL the CURP (`person.idNumber`) and the RFC (`additionalVerifiedData.rfc`) too.
+   */
+  identity?: { name?: string; curp?: string; rfc?: string };
 }
 
 export interface KycScreeningOptions {
@@ -316,7 +323,13 @@ export function createKycProviderSimulator(options: KycProviderSimulatorOptions)
     }
     if (result !== "APPROVED" && result !== "REJECTED") throw new TypeError("result must be APPROVED or REJECTED");
     const approved = result === "APPROVED";
-    const screened = opts.isPep !== undefined || (approved && levelOf(session.vendorData) === "FULL");
+    const full = levelOf(session.vendorData) === "FULL";
+    const screened = opts.isPep !== undefined || (approved && full);
+    const generated = syntheticIdentity(session.id);
+    const name = approved ? (opts.identity?.name ?? generated.name).trim() : null;
+    const [firstName, ...lastNames] = name ? name.split(/\s+/) : [];
+    const curp = approved && full ? (opts.identity?.curp ?? generated.curp) : null;
+    const rfc = approved && full ? (opts.identity?.rfc ?? generated.rfc) : null;
     const now = new Date();
     const payload = {
       status: "success",
@@ -332,11 +345,11 @@ export function createKycProviderSimulator(options: KycProviderSimulatorOptions)
         decisionTime: now.toISOString(),
         acceptanceTime: session.createdAt.toISOString(),
         person: {
-          firstName: null,
-          lastName: null,
+          firstName: firstName ?? null,
+          lastName: lastNames.length ? lastNames.join(" ") : null,
           dateOfBirth: null,
           gender: null,
-          idNumber: null,
+          idNumber: curp,
           nationality: null,
           citizenship: null,
           yearOfBirth: null,
@@ -345,7 +358,7 @@ export function createKycProviderSimulator(options: KycProviderSimulatorOptions)
         },
         document: { number: null, type: null, country: null, validFrom: null, validUntil: null, state: null },
         comments: [],
-        additionalVerifiedData: {},
+        additionalVerifiedData: rfc ? { rfc } : {},
         riskLabels: [],
       },
       technicalData: { ip: null },

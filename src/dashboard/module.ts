@@ -12,7 +12,8 @@ import { getPartner } from "../partners/partners.ts";
 import { listAudit, operatorAudit } from "../partners/audit.ts";
 import { SESSION_COOKIE } from "./guards.ts";
 import { listMembers, memberView, removeMember, type Role } from "./members.ts";
-import { dashboardRoutes, invite, inviteBody, invitedSchema, type DashboardRouteDeps } from "./routes.ts";
+import { dashboardRoutes, invite, inviteBody, invitedSchema, membersSchema, type DashboardRouteDeps } from "./routes.ts";
+import { auditPageSchema } from "../partners/partner-schema.ts";
 
 export const DASHBOARD_PREFIX = "/dashboard/v1";
 
@@ -66,7 +67,7 @@ function adminDashboardRoutes(admin: RouteGroup, deps: Pick<DashboardRouteDeps, 
   );
 
   admin.add(
-    { method: "get", path: "/partners/:id/members", tag: "Partners", summary: "The partner's dashboard members", responses: { 200: { description: "Members" } }, errors: ["NOT_FOUND"] },
+    { method: "get", path: "/partners/:id/members", tag: "Partners", summary: "The partner's dashboard members", responses: { 200: { description: "Members", schema: membersSchema } }, errors: ["NOT_FOUND"] },
     async (ctx, { params }) => {
       await getPartner(pool, params.id!);
       ctx.body = { members: (await listMembers(pool, params.id!)).map(memberView) };
@@ -98,7 +99,7 @@ function adminDashboardRoutes(admin: RouteGroup, deps: Pick<DashboardRouteDeps, 
       tag: "Partners",
       summary: "Every change to the partner, by its members or by operators, newest first",
       query: { type: "object", additionalProperties: false, properties: pagination },
-      responses: { 200: { description: "Page envelope of `entries`" } },
+      responses: { 200: { description: "Page envelope of `entries`", schema: auditPageSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND"],
     },
     async (ctx, { params, query }) => {

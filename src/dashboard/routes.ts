@@ -6,14 +6,16 @@ import { newId } from "../domain/ids.ts";
 import { isValidAllowListEntry } from "../domain/ip-allow-list.ts";
 import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { AppContext, AppState } from "../http/context.ts";
-import { orderDetail, orderListQuery, partnerOrderPage } from "../orders/routes.ts";
-import { deliveryListSpec, deliveryRecordSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
+import { orderDetail, orderListQuery, orderPageSchema, partnerOrderPage } from "../orders/routes.ts";
+import { orderDetailSchema } from "../orders/order-schema.ts";
+import { deliveryListSpec, deliveryRecordSchema, memberDeliveryDetailSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import type { RouteGroup, RouteSpec } from "../http/routes.ts";
 import { isoTimestamp, pagination } from "../http/schema.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { OrderStatus } from "../orders/machine.ts";
 import type { OrderViewContext } from "../orders/queries.ts";
 import { getPartner, partnerView, rotateApiKey, rotateWebhookSecret, updatePartner, withoutSecrets } from "../partners/partners.ts";
+import { auditPageSchema, partnerViewSchema } from "../partners/partner-schema.ts";
 import { getDeliveryDetail, listPartnerDeliveries, redeliver, type AdminDeliveryRecord } from "../webhooks/deliveries.ts";
 import { postWebhook } from "../webhooks/http-sender.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";
@@ -63,6 +65,7 @@ const memberSchema = {
     acceptedAt: { type: ["string", "null"], format: "date-time" },
   },
 } as const;
+const membersSchema = { type: "object", required: ["members"], properties: { members: { type: "array", items: memberSchema } } } as const;
 const signedInSchema = {
   type: "object",
   required: ["member", "csrfToken"],
@@ -247,7 +250,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       role: "VIEWER",
       tag: "Partner",
       summary: "The partner as its members see it (the admin API's field names; never keys or secrets)",
-      responses: { 200: { description: "Partner" } },
+      responses: { 200: { description: "Partner", schema: partnerViewSchema } },
     },
     async (ctx) => {
       ctx.body = partnerView(withoutSecrets(await partnerOf(ctx)));
@@ -285,7 +288,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         required: ["entries"],
         properties: { entries: { type: "array", maxItems: 100, items: { type: "string", maxLength: 64 } } },
       },
-      responses: { 200: { description: "Partner" } },
+      responses: { 200: { description: "Partner", schema: partnerViewSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { body }) => {
@@ -310,7 +313,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         required: ["url"],
         properties: { url: { type: ["string", "null"], format: "uri", maxLength: 2048 } },
       },
-      responses: { 200: { description: "Partner" } },
+      responses: { 200: { description: "Partner", schema: partnerViewSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { body }) => {
@@ -399,7 +402,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       role: "VIEWER",
       tag: "Webhook",
       summary: "One delivery with every attempt: status code, duration and error",
-      responses: { 200: { description: "Delivery with `attempts`" } },
+      responses: { 200: { description: "Delivery with `attempts`", schema: memberDeliveryDetailSchema } },
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
@@ -450,7 +453,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         tag: "Orders",
         summary: "The partner's orders as GET /orders shows them, newest first",
         query: orderListQuery,
-        responses: { 200: { description: "Page of orders" } },
+        responses: { 200: { description: "Page of orders", schema: orderPageSchema } },
         errors: ["VALIDATION_ERROR"],
       },
       async (ctx, { query }) => {
@@ -465,7 +468,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
         role: "VIEWER",
         tag: "Orders",
         summary: "One order with its timeline, as GET /orders/:id shows it",
-        responses: { 200: { description: "Order detail" } },
+        responses: { 200: { description: "Order detail", schema: orderDetailSchema } },
         errors: ["NOT_FOUND"],
       },
       async (ctx, { params }) => {
@@ -499,7 +502,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       tag: "Audit log",
       summary: "Every change to the partner, by its members or by operators: what, who, when, from which address; newest first",
       query: pageQuery,
-      responses: { 200: { description: "Page envelope of `entries`" } },
+      responses: { 200: { description: "Page envelope of `entries`", schema: auditPageSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -516,7 +519,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       role: "VIEWER",
       tag: "Members",
       summary: "The partner's members; invitees not yet accepted are INVITED",
-      responses: { 200: { description: "Members", schema: { type: "object", properties: { members: { type: "array", items: memberSchema } } } } },
+      responses: { 200: { description: "Members", schema: membersSchema } },
     },
     async (ctx) => {
       ctx.body = { members: (await listMembers(pool, currentMember(ctx).partnerId)).map(memberView) };
@@ -572,4 +575,4 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
   );
 }
 
-export { inviteBody, invitedSchema };
+export { inviteBody, invitedSchema, membersSchema };

@@ -34,10 +34,13 @@ function operation(group: RouteGroup, spec: RouteSpec) {
   for (const [status, response] of Object.entries(spec.responses)) {
     responses[status] = { description: response.description, ...(response.schema ? { content: { "application/json": { schema: response.schema } } } : {}) };
   }
-  const implied = group.security === "apiKey" ? ["MISSING_API_KEY", "INVALID_API_KEY", "PARTNER_INACTIVE", "PARTNER_SUSPENDED", "IP_NOT_ALLOWED", "RATE_LIMITED"] : group.security === "bearer" ? ["UNAUTHORIZED"] : [];
+  const implied = group.security === "apiKey" ? ["MISSING_API_KEY", "INVALID_API_KEY", "PARTNER_INACTIVE", "PARTNER_SUSPENDED", "IP_NOT_ALLOWED", "RATE_LIMITED"] : group.security === "bearer" ? ["UNAUTHORIZED", "RATE_LIMITED"] : [];
   const byStatus = new Map<number, string[]>();
   // Any route may find the database out of reach for a moment (http/errors.ts).
-  for (const code of [...(spec.errors ?? []), ...implied, "SERVICE_UNAVAILABLE"]) {
+  // (A bearer group's guard may refuse an address after repeated failures: admin-auth.ts.) Any route may also answer these: its query is validated (unknown fields too), a path parameter may name
+  // nothing, an Idempotency-Key may be malformed or reused (src/http/routes.ts, middleware/idempotency.ts).
+  const framework = ["VALIDATION_ERROR", ...(params.length ? ["NOT_FOUND"] : []), ...(spec.idempotent ? ["IDEMPOTENCY_KEY_REUSED"] : [])];
+  for (const code of new Set([...(spec.errors ?? []), ...framework, ...implied, "SERVICE_UNAVAILABLE"])) {
     const status = STATUS_BY_CODE[code] ?? 500;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }

@@ -7,7 +7,7 @@ import { bearerToken, type AppState } from "../http/context.ts";
 import { countRequest } from "../http/middleware/rate-limit.ts";
 import { checkReturnUrl, kycSessionBodySchema } from "../kyc/routes.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { pagination } from "../http/schema.ts";
+import { isoTimestamp, pagination } from "../http/schema.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
 import type { OrderStatus } from "../orders/machine.ts";
@@ -105,10 +105,12 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
         properties: { message: { type: "string", minLength: 1, maxLength: 4096 }, signature: { type: "string", pattern: "^0x[0-9a-fA-F]+$", maxLength: 100_000 } },
       },
       responses: {
-        201: { description: "{ token, wallet, expiresAt }" },
-        401: { description: "INVALID_SIGNATURE" },
+        201: {
+          description: "{ token, wallet, expiresAt }",
+          schema: { type: "object", required: ["token", "wallet", "expiresAt"], properties: { token: { type: "string" }, wallet: { type: "string" }, expiresAt: isoTimestamp } },
+        },
       },
-      errors: ["VALIDATION_ERROR", "RATE_LIMITED"],
+      errors: ["VALIDATION_ERROR", "RATE_LIMITED", "INVALID_SIGNATURE"],
     },
     async (ctx, { body }) => {
       ctx.status = 201;

@@ -6,7 +6,8 @@ import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderList
 import { applyOrderEvent, type OrderEffectPorts } from "./store.ts";
 import { currentPartner, type AppContext } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { pagination } from "../http/schema.ts";
+import { pageSchema, pagination } from "../http/schema.ts";
+import { orderCreateSchema, orderDetailSchema, orderListItemSchema } from "./order-schema.ts";
 import { pageOf } from "../db/filters.ts";
 
 export interface OrderRouteDeps {
@@ -24,6 +25,8 @@ export async function orderDetail(deps: Pick<OrderRouteDeps, "pool" | "view">, p
 export type OrderListQuery = { status?: OrderStatus; partnerUserRef?: string; limit: number; offset: number };
 
 /** The filters of a partner's order list (GET /orders, and the dashboard's). */
+export const orderPageSchema = pageSchema("orders", orderListItemSchema);
+
 export const orderListQuery = {
   type: "object",
   additionalProperties: false,
@@ -59,7 +62,7 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
           sellerClabe: { type: "string", maxLength: 64 },
         },
       },
-      responses: { 201: { description: "Order in PENDING_DEPOSIT" } },
+      responses: { 201: { description: "Order in PENDING_DEPOSIT", schema: orderCreateSchema } },
       errors: ["VALIDATION_ERROR", "INVALID_CLABE", "INVALID_QUOTE", "QUOTE_USER_MISMATCH", "NOT_FOUND", "QUOTE_USED", "QUOTE_EXPIRED", "USER_SANCTIONED", "KYC_REQUIRED", "VOLUME_LIMIT_EXCEEDED"],
     },
     async (ctx, { body }) => {
@@ -77,7 +80,7 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
       tag: "Orders",
       summary: "The partner's orders, newest first",
       query: orderListQuery,
-      responses: { 200: { description: "Page of orders" } },
+      responses: { 200: { description: "Page of orders", schema: orderPageSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -86,7 +89,7 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
   );
 
   api.add(
-    { method: "get", path: "/orders/:id", tag: "Orders", summary: "One order with its timeline", responses: { 200: { description: "Order detail" } }, errors: ["NOT_FOUND"] },
+    { method: "get", path: "/orders/:id", tag: "Orders", summary: "One order with its timeline", responses: { 200: { description: "Order detail", schema: orderDetailSchema } }, errors: ["NOT_FOUND"] },
     async (ctx, { params }) => {
       ctx.body = await orderDetail(deps, currentPartner(ctx).id, params.id!);
     },
@@ -100,7 +103,7 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
       summary: "Cancel an order",
       description: "PENDING_DEPOSIT: the order ends EXPIRED. ACTIVE: the escrow is refunded on chain and the order ends REFUNDED once the refund is seen. Otherwise ORDER_NOT_CANCELLABLE.",
       idempotent: true,
-      responses: { 200: { description: "Order detail" } },
+      responses: { 200: { description: "Order detail", schema: orderDetailSchema } },
       errors: ["NOT_FOUND", "ORDER_NOT_CANCELLABLE"],
     },
     async (ctx: AppContext, { params }) => {

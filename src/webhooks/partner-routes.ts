@@ -25,6 +25,64 @@ export const deliveryRecordSchema = {
   },
 } as const;
 
+/** The admin's delivery record: the partner's, with whose it is and its place in the order's sequence. */
+export const adminDeliveryRecordSchema = {
+  ...deliveryRecordSchema,
+  required: [...deliveryRecordSchema.required, "partnerId", "sequence", "series"],
+  properties: { ...deliveryRecordSchema.properties, partnerId: { type: "string" }, sequence: { type: "integer" }, series: { type: "integer" } },
+} as const;
+
+/** The admin's delivery detail: the record, the payload exactly as sent, and every attempt. */
+export const adminDeliveryDetailSchema = {
+  ...adminDeliveryRecordSchema,
+  required: [...adminDeliveryRecordSchema.required, "body", "attemptLog"],
+  properties: {
+    ...adminDeliveryRecordSchema.properties,
+    body: { type: "string" },
+    attemptLog: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["series", "attempt", "startedAt", "finishedAt", "url", "responseStatus", "errorMessage"],
+        properties: {
+          series: { type: "integer" },
+          attempt: { type: "integer" },
+          startedAt: isoTimestamp,
+          finishedAt: isoTimestamp,
+          url: { type: ["string", "null"] },
+          responseStatus: { type: ["integer", "null"] },
+          errorMessage: { type: ["string", "null"] },
+        },
+      },
+    },
+  },
+} as const;
+
+/** The dashboard's delivery detail: the partner's record, the payload, and each attempt's status code, duration and error. */
+export const memberDeliveryDetailSchema = {
+  ...deliveryRecordSchema,
+  required: [...deliveryRecordSchema.required, "body"],
+  properties: {
+    ...deliveryRecordSchema.properties,
+    body: { type: "string" },
+    attempts: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["series", "attempt", "startedAt", "durationMs", "statusCode", "error"],
+        properties: {
+          series: { type: "integer" },
+          attempt: { type: "integer" },
+          startedAt: isoTimestamp,
+          durationMs: { type: "integer" },
+          statusCode: { type: ["integer", "null"] },
+          error: { type: ["string", "null"] },
+        },
+      },
+    },
+  },
+} as const;
+
 /** Filters shared by the partner and admin listings. */
 export const deliveryFilterProperties = {
   status: { enum: DELIVERY_STATUSES },

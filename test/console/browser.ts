@@ -1,12 +1,13 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { chromiumExecutable } from "../support/chromium.ts";
 
-// A real headless Chromium (Debian's `chromium` package, driven by playwright-core) with a fresh profile.
-// CHROMIUM_PATH overrides the executable (default /usr/bin/chromium).
+// A real headless Chromium (the system's, else the one npm installed: test/support/chromium.ts), driven by
+// playwright-core, with a fresh profile.
 
 export const SCREENSHOT_DIR = fileURLToPath(new URL("./screenshots/", import.meta.url));
 
@@ -30,10 +31,7 @@ export interface Browser {
 }
 
 export async function launchChromium(): Promise<Browser> {
-  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-  if (!existsSync(executablePath)) {
-    throw new Error(`No Chromium at ${executablePath}: install Debian's package (apt-get update && apt-get install -y chromium) or set CHROMIUM_PATH`);
-  }
+  const executablePath = await chromiumExecutable();
   const profile = await mkdtemp(path.join(tmpdir(), "offramp-chromium-"));
   // playwright passes the profile as --user-data-dir itself (it refuses the flag among args).
   const context = await chromium.launchPersistentContext(profile, {

@@ -3,6 +3,8 @@ import { createLogger } from "../../src/logger.ts";
 import { startService, type RunningService, type ServiceOptions } from "../../src/main.ts";
 import { createServer } from "node:net";
 import { createTestDatabase } from "./database.ts";
+// Every API answer a test gets is checked against the served OpenAPI document (decisions section 20).
+import { forgetDocuments } from "./openapi-check.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -87,6 +89,7 @@ export async function startTestService(
       return response.body;
     },
     async close() {
+      forgetDocuments(service.baseUrl);
       await service.stop();
       await database.drop();
     },

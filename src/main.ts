@@ -1,4 +1,5 @@
 import type http from "node:http";
+import type { Hex } from "viem";
 import type { AddressInfo } from "node:net";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
@@ -170,7 +171,8 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
 async function startWorkers(deps: { options: ServiceOptions; pool: Pool; boss: PgBoss; ports: OrderEffectPorts; chain: ChainParts | undefined; cepBaseUrl: string }): Promise<void> {
   const { options, pool, boss, ports, chain } = deps;
   const { logger } = options;
-  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain ? { escrow: escrowLockClock(chain.gateway), escrowStatus: chain.gateway.escrowStatus } : {}) });
+  const depositOutcome = chain && ((escrowOrderId: Hex, deadline: bigint) => chain.gateway.depositOutcome(escrowOrderId, deadline, options.config.chainConfirmations));
+  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain && depositOutcome ? { escrow: escrowLockClock(chain.gateway), depositOutcome } : {}) });
   if (chain) {
     // Payment proof (issue 4): the CEP verification worker over the central bank's portal.
     const portal = createCepPortalClient({ baseUrl: deps.cepBaseUrl, timeoutMs: CEP_TIMEOUT_MS });

@@ -59,6 +59,11 @@ export function createEscrowGateway(settings: ChainSettings) {
   const service: PrivateKeyAccount = privateKeyToAccount(settings.servicePrivateKey);
   const arbiter: PrivateKeyAccount = privateKeyToAccount(settings.arbiterPrivateKey);
   const domain = { ...escrowEip712Domain, chainId: settings.chainId, verifyingContract: settings.escrowAddress } as const;
+  /** The escrow's status of an order, at the latest block or at `blockNumber`. */
+  const escrowStatus = async (orderId: Hex, blockNumber?: bigint): Promise<EscrowStatus> => {
+    const order = await publicClient.readContract({ address: settings.escrowAddress, abi: escrowAbi, functionName: "getOrder", args: [orderId], ...(blockNumber === undefined ? {} : { blockNumber }) });
+    return escrowOrderStatus[Number((order as { status: number }).status)]!;
+  };
 
   return {
     chain,
@@ -83,9 +88,24 @@ export function createEscrowGateway(settings: ChainSettings) {
       return expiry === 0n ? null : expiry;
     },
 
-    async escrowStatus(orderId: Hex): Promise<EscrowStatus> {
-      const order = await publicClient.readContract({ address: settings.escrowAddress, abi: escrowAbi, functionName: "getOrder", args: [orderId] });
-      return escrowOrderStatus[Number((order as { status: number }).status)]!;
+    escrowStatus,
+
+    /**
+     * The escrow's status of an order once the chain has closed its deposit window for good, or undefined
+     * while a deposit could still be accepted or confirmed (decisions 6). The window is closed at the block
+     * `confirmations` below the head when that block is later than `depositDeadline` (Unix seconds): the
+     * escrow refuses a deposit after it, and no reorganisation within the confirmations can bring one back;
+     * the status is read at that very block, so an endpoint lagging behind another cannot hide a deposit.
+     * With no confirmations the pending block's timestamp also counts (the next block's), so a local chain
+     * that mines only when a transaction comes still closes its windows.
+     */
+    async depositOutcome(orderId: Hex, depositDeadline: bigint, confirmations: number): Promise<EscrowStatus | undefined> {
+      const head = await publicClient.getBlock({ blockTag: "latest" });
+      const at = head.number - BigInt(confirmations);
+      if (at < 0n) return undefined;
+      const block = confirmations === 0 ? head : await publicClient.getBlock({ blockNumber: at });
+      const closed = block.timestamp > depositDeadline || (confirmations === 0 && (await publicClient.getBlock({ blockTag: "pending" })).timestamp > depositDeadline);
+      return closed ? escrowStatus(orderId, at) : undefined;
     },
   };
 }

@@ -72,12 +72,45 @@ async function followLockClock(deps: { boss: PgBoss; pool: Pool; ports: OrderEff
   return true;
 }
 
+/** A due deposit timer whose order may still get its deposit looks again this often. */
+export const DEPOSIT_RECHECK_SECONDS = 3;
+
+/**
+ * Before a due deposit timer expires an order, the chain must have closed the deposit window
+ * (`depositOutcome`, escrow-gateway.ts): a deposit the escrow accepted before the deadline lists its
+ * order however long its confirmations, the indexer or a lagging RPC endpoint take (decisions 6). While
+ * the window may still hold a deposit, or the escrow holds one whose Deposited event is not applied yet,
+ * or the chain cannot be read, the timer looks again in DEPOSIT_RECHECK_SECONDS: it fires only into an
+ * order whose escrow is empty at a block past the deadline. Returns true when the timer must not fire now.
+ */
+async function awaitDepositWindow(deps: { boss: PgBoss; pool: Pool; logger: Logger; depositOutcome: DepositOutcome }, job: TimerJob): Promise<boolean> {
+  const { rows } = await deps.pool.query<{ status: string; escrow_order_id: Hex; deposit_deadline: Date }>(
+    "SELECT status, escrow_order_id, deposit_deadline FROM orders WHERE id = $1",
+    [job.orderId],
+  );
+  const row = rows[0];
+  if (row?.status !== "PENDING_DEPOSIT") return false;
+  const deadline = BigInt(Math.floor(row.deposit_deadline.getTime() / 1000));
+  const outcome = await deps.depositOutcome(row.escrow_order_id, deadline).catch((error: unknown) => {
+    deps.logger.warn({ orderId: job.orderId, err: error }, "deposit timer: the chain could not be read; looking again shortly");
+    return "unreadable" as const;
+  });
+  if (outcome === "None") return false;
+  await deps.boss.send(ORDER_TIMER_QUEUE, job, { startAfter: new Date(Date.now() + DEPOSIT_RECHECK_SECONDS * 1000) });
+  if (outcome !== "unreadable") {
+    const why = outcome === undefined ? "the chain has not closed the deposit window yet (deadline or confirmations)" : `the escrow holds the deposit (${outcome}); waiting for its indexed Deposited event`;
+    deps.logger.info({ orderId: job.orderId, timer: job.timer }, `deposit timer due, but ${why}`);
+  }
+  return true;
+}
+
+/** The escrow's status once the chain has closed an order's deposit window, or undefined before (escrow-gateway.ts). */
+export type DepositOutcome = (escrowOrderId: Hex, depositDeadline: bigint) => Promise<EscrowStatus | undefined>;
+
 /**
  * Workers: timers fire into the order actor; chain transactions are sent once by the sender.
- * `escrowStatus` (the escrow's on-chain status of an order) guards the deposit timer: a deposit mined
- * before the deadline but not yet applied (indexer or service down, events behind) must not let the
- * timer expire the order, since EXPIRED is final and the escrow would keep the seller's USDC with no
- * order to refund it. The order then waits for the indexer's Deposited event.
+ * `depositOutcome` guards the deposit timer (awaitDepositWindow): EXPIRED is final, and an order expired
+ * while its deposit was on its way would leave the seller's USDC in the escrow with no listing.
  */
 export async function startOrderWorkers(deps: {
   boss: PgBoss;
@@ -87,29 +120,15 @@ export async function startOrderWorkers(deps: {
   logger: Logger;
   /** The escrow's lock clock; without it lock timers fire at the order's own expiry. */
   escrow?: EscrowLockClock;
-  escrowStatus?: (escrowOrderId: Hex) => Promise<EscrowStatus>;
+  depositOutcome?: DepositOutcome;
 }): Promise<void> {
-  const { boss, pool, ports, logger, escrowStatus } = deps;
+  const { boss, pool, ports, logger, depositOutcome } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
   await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
     const { orderId, timer, dueAt } = job.data;
     const escrow = deps.escrow;
     if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job.data))) return;
-    if (timer === "DEPOSIT_TIMEOUT" && escrowStatus) {
-      const { rows } = await pool.query<{ status: string; escrow_order_id: Hex }>("SELECT status, escrow_order_id FROM orders WHERE id = $1", [orderId]);
-      const row = rows[0];
-      if (row?.status === "PENDING_DEPOSIT") {
-        // An unreadable chain does not hold the timer up: the order expires as it did before this check.
-        const onChain = await escrowStatus(row.escrow_order_id).catch((error: unknown) => {
-          logger.warn({ orderId, timer, err: error }, "deposit timer: the escrow could not be read; expiring on the timer alone");
-          return "None" as const;
-        });
-        if (onChain !== "None") {
-          logger.warn({ orderId, timer, onChain }, "deposit timer due, but the escrow already holds the deposit on chain: the order waits for the indexed Deposited event");
-          return;
-        }
-      }
-    }
+    if (timer === "DEPOSIT_TIMEOUT" && depositOutcome && (await awaitDepositWindow({ boss, pool, logger, depositOutcome }, job.data))) return;
     const result = await applyOrderEvent(pool, ports, orderId, { type: "TIMER_FIRED", timer, dueAt, at: new Date().toISOString() });
     logger.info({ orderId, timer, changed: result.changed, status: result.status }, "order timer fired");
   }, recordPermanentFailure(logger, ORDER_TIMER_QUEUE)));

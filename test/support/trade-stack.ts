@@ -30,6 +30,7 @@ export interface ChainStack {
   databaseUrl: string;
   indexer: Indexer;
   indexerSchema: string;
+  mining: TradeChain;
   /** What startService needs to reach the chain. */
   chainSettings: ChainSettings;
   close(): Promise<void>;
@@ -42,10 +43,33 @@ export interface TradeStack extends Omit<ChainStack, "close"> {
   close(): Promise<void>;
 }
 
-/** What a test may choose about the escrow's deployment. */
+/**
+ * How the test chain makes blocks. "auto": a block per transaction, at once (Hardhat's automine). "interval":
+ * as production runs (decisions 15): a block every 2 s, nothing mined in between, the indexer polling
+ * every second and the service applying events 3 blocks deep. `TRADE_CHAIN=interval` runs every trade
+ * test file that does not choose on such a chain.
+ */
+export type TradeChain = "auto" | "interval";
+
+export const INTERVAL_CHAIN = { blockMs: 2_000, confirmations: 3, pollingMs: 1_000 } as const;
+
+export const defaultTradeChain: TradeChain = process.env.TRADE_CHAIN === "interval" ? "interval" : "auto";
+
+/** How long a trade step may take by default: three blocks, confirmations and polling on an interval chain. */
+const DEFAULT_WAIT_MS = defaultTradeChain === "interval" ? 60_000 : 20_000;
+
+/** What a test may choose about the escrow's deployment and the chain. */
 export interface ChainStackOptions {
   /** The escrow's REFUND_GRACE_SECONDS (default the deploy's, 3600). */
   refundGraceSeconds?: number;
+  /** Default `TRADE_CHAIN` ("auto"). */
+  mining?: TradeChain;
+  /**
+   * The RPC_URL the indexer and the service use, given the node's own URL (default: the node itself),
+   * e.g. a fault-injecting proxy in front of it, or several comma-separated endpoints. The deployment and
+   * the test's own calls go to the node directly.
+   */
+  rpcFront?: (nodeUrl: string) => string | Promise<string>;
 }
 
 /** A Hardhat node with the escrow deployed and Ponder indexing it into a fresh test database. */
@@ -63,43 +87,60 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
       rpcUrl: chain.rpcUrl,
       ...(options.refundGraceSeconds !== undefined ? { refundGraceSeconds: options.refundGraceSeconds } : {}),
     });
+    const mining = options.mining ?? defaultTradeChain;
+    if (mining === "interval") {
+      await nodeRpc(chain.rpcUrl, "evm_setAutomine", [false]);
+      await nodeRpc(chain.rpcUrl, "evm_setIntervalMining", [INTERVAL_CHAIN.blockMs]);
+    }
+    const rpcUrl = options.rpcFront ? await options.rpcFront(chain.rpcUrl) : chain.rpcUrl;
     const database = await createTestDatabase();
     started.push(() => database.drop());
     const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
     const indexer = await startIndexer({
       databaseUrl: database.url,
       schema: indexerSchema,
-      rpcUrl: chain.rpcUrl,
+      rpcUrl,
       chainId: deployment.chainId,
       escrowAddress: deployment.escrowAddress,
       startBlock: deployment.deploymentBlock,
       port: await freePort(),
       logLevel: "warn",
+      ...(mining === "interval" ? { pollingIntervalMs: INTERVAL_CHAIN.pollingMs } : {}),
     });
     started.push(() => indexer.stop());
     const chainSettings: ChainSettings = {
-      rpcUrl: chain.rpcUrl,
+      rpcUrl,
       chainId: deployment.chainId,
       escrowAddress: deployment.escrowAddress,
       usdcAddress: deployment.usdcAddress,
       servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
       arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
     };
-    return { chain, deployment, databaseUrl: database.url, indexer, indexerSchema, chainSettings, close };
+    return { chain, deployment, databaseUrl: database.url, indexer, indexerSchema, mining, chainSettings, close };
   } catch (error) {
     await close();
     throw error;
   }
 }
 
+/** One JSON-RPC call to the test node (Hardhat's own methods included); throws its error. */
+export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
+  const response = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
 /**
  * The real thing for trade tests: the chain stack plus the service consuming Ponder's events, and an
- * ENTERPRISE partner. `env` sets the service's configuration.
+ * ENTERPRISE partner. `env` sets the service's configuration (on an interval chain CHAIN_CONFIRMATIONS
+ * is 3 unless `env` says otherwise).
  */
 export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}, chainOptions: ChainStackOptions = {}): Promise<TradeStack> {
   const chainStack = await startChainStack(chainOptions);
   try {
-    const service = await startTestService(env, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
+    const chainEnv: Record<string, string> = chainStack.mining === "interval" ? { CHAIN_CONFIRMATIONS: String(INTERVAL_CHAIN.confirmations) } : {};
+    const service = await startTestService({ ...chainEnv, ...env }, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
     try {
       const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
       return {
@@ -122,7 +163,7 @@ export async function startTradeStack(env: Record<string, string> = {}, partnerF
 }
 
 /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = DEFAULT_WAIT_MS): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -163,7 +204,7 @@ export async function placeOrder(
 }
 
 /** Waits until GET /orders/:id shows `status`; returns the detail. */
-export async function waitForStatus(stack: Pick<TradeStack, "service" | "partner">, orderId: string, status: string, timeoutMs = 20_000) {
+export async function waitForStatus(stack: Pick<TradeStack, "service" | "partner">, orderId: string, status: string, timeoutMs = DEFAULT_WAIT_MS) {
   return waitFor(`order ${orderId} to be ${status}`, async () => {
     const detail = await stack.service.api<Record<string, unknown> & { status: string; timeline: { event: string }[] }>("GET", `/orders/${orderId}`, { key: stack.partner.apiKey });
     return detail.body.status === status ? detail.body : undefined;

@@ -1,7 +1,6 @@
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
-import { InvitationExpiredError, LastOwnerError, MemberExistsError, NotFoundError } from "../domain/errors.ts";
+import { ForbiddenError, InvitationExpiredError, LastOwnerError, MemberExistsError, NotFoundError, UnauthorizedError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
-import { getPartner } from "../partners/partners.ts";
 import { recordAudit, type AuditContext } from "../partners/audit.ts";
 import { generateToken, hashPassword, hashToken } from "./credentials.ts";
 
@@ -92,7 +91,7 @@ async function insertMember(
 export async function inviteMember(pool: Pool, input: { partnerId: string; email: string; role: Role }, audit: AuditContext): Promise<{ member: Member; token: string }> {
   const token = generateToken();
   const member = await withTransaction(pool, async (tx) => {
-    await getPartner(tx, input.partnerId);
+    await lockMembersFor(tx, input.partnerId, audit);
     const created = await insertMember(tx, {
       ...input,
       passwordHash: null,
@@ -170,12 +169,36 @@ export async function listMembers(db: Queryable, partnerId: string): Promise<Mem
 }
 
 /**
- * Locks the partner's members (through the partner row, so concurrent changes queue) and returns the one
- * changed; another partner's member is NOT_FOUND. Then refuses to leave the partner without an active
+ * Locks the partner's members (through the partner row, so concurrent member changes queue) and, when a
+ * member acts, reads it again under that lock: an owner removed (401 UNAUTHORIZED) or demoted (403
+ * FORBIDDEN) while its request waited changes nothing, so it cannot race its own removal to remove
+ * the others or invite an accomplice. An unknown partner: NOT_FOUND.
+ */
+async function lockMembersFor(tx: Queryable, partnerId: string, audit: AuditContext): Promise<void> {
+  const { rowCount } = await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
+  if (!rowCount) throw new NotFoundError(`Partner ${partnerId} does not exist`);
+  if (audit.actor.type !== "MEMBER") return;
+  const { rows } = await tx.query<{ role: Role }>("SELECT role FROM dashboard_members WHERE id = $1 AND partner_id = $2 AND password_hash IS NOT NULL", [
+    audit.actor.id,
+    partnerId,
+  ]);
+  if (!rows[0]) throw new UnauthorizedError("A valid dashboard session is required: sign in");
+  if (rows[0].role !== "OWNER") throw new ForbiddenError("This needs the OWNER role");
+}
+
+/**
+ * Locks the partner's members (`lockMembersFor`) and returns the one changed; another partner's member
+ * is NOT_FOUND. Then refuses to leave the partner without an active
  * OWNER (LAST_OWNER) when `leavesOwner` says the change takes `member` out of the owners.
  */
-async function lockedMember(tx: Queryable, partnerId: string, memberId: string, removesOwner: (member: MemberWithPassword) => boolean): Promise<MemberWithPassword> {
-  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
+async function lockedMember(
+  tx: Queryable,
+  partnerId: string,
+  memberId: string,
+  audit: AuditContext,
+  removesOwner: (member: MemberWithPassword) => boolean,
+): Promise<MemberWithPassword> {
+  await lockMembersFor(tx, partnerId, audit);
   const { rows } = await tx.query<MemberRow>("SELECT * FROM dashboard_members WHERE id = $1 AND partner_id = $2", [memberId, partnerId]);
   if (!rows[0]) throw new NotFoundError(`No member ${memberId}`);
   const member = fromRow(rows[0]);
@@ -191,7 +214,7 @@ async function lockedMember(tx: Queryable, partnerId: string, memberId: string, 
 
 export async function changeRole(pool: Pool, partnerId: string, memberId: string, role: Role, audit: AuditContext): Promise<Member> {
   return withTransaction(pool, async (tx) => {
-    const before = await lockedMember(tx, partnerId, memberId, () => role !== "OWNER");
+    const before = await lockedMember(tx, partnerId, memberId, audit, () => role !== "OWNER");
     const { rows } = await tx.query<MemberRow>("UPDATE dashboard_members SET role = $2 WHERE id = $1 RETURNING *", [memberId, role]);
     await recordAudit(tx, partnerId, "member.role_changed", audit, { memberId, email: before.email, from: before.role, to: role });
     return fromRow(rows[0]!);
@@ -201,7 +224,7 @@ export async function changeRole(pool: Pool, partnerId: string, memberId: string
 /** Removes a member; its sessions end with it. */
 export async function removeMember(pool: Pool, partnerId: string, memberId: string, audit: AuditContext): Promise<void> {
   await withTransaction(pool, async (tx) => {
-    const member = await lockedMember(tx, partnerId, memberId, () => true);
+    const member = await lockedMember(tx, partnerId, memberId, audit, () => true);
     await tx.query("DELETE FROM dashboard_members WHERE id = $1", [memberId]);
     await recordAudit(tx, partnerId, "member.removed", audit, { memberId, email: member.email, role: member.role });
   });

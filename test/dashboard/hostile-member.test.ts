@@ -66,12 +66,12 @@ test("the last active OWNER cannot demote or remove itself; an OWNER still INVIT
   assertStatus(await solo.call("GET", "/partner"), 200);
 });
 
-test("two owners removing each other at once: one removal wins, the partner keeps an owner", async () => {
+test("two owners removing each other at once: one removal wins, the removed owner's request changes nothing (401)", async () => {
   const partner = await service.createPartner({ name: "Duel" });
   const a = await memberOf(service, partner.id, "OWNER");
   const b = await memberOf(service, partner.id, "OWNER");
   const [byA, byB] = await Promise.all([a.call("DELETE", `/members/${b.memberId}`), b.call("DELETE", `/members/${a.memberId}`)]);
-  assert.deepEqual([byA.status, byB.status].sort(), [204, 409], `answers ${byA.status} ${byB.status}`);
+  assert.deepEqual([byA.status, byB.status].sort(), [204, 401], `answers ${byA.status} ${byB.status}`);
   const members = (await service.admin<{ members: { role: string; status: string }[] }>("GET", `/partners/${partner.id}/members`)).body.members;
   assert.deepEqual(members.map((member) => `${member.role} ${member.status}`), ["OWNER ACTIVE"]);
 });
@@ -95,4 +95,63 @@ test("an operator cannot remove a partner's last active OWNER either (409 LAST_O
   const partner = await service.createPartner({ name: "Alone" });
   const only = await memberOf(service, partner.id, "OWNER");
   assertError(await service.admin("DELETE", `/partners/${partner.id}/members/${only.memberId}`), 409, "LAST_OWNER");
+});
+
+/** Holds the partner's row lock in a transaction of its own while `during` runs, then commits what `during` did in it. */
+async function underPartnerLock(partner: string, during: (tx: { query: (sql: string, values?: unknown[]) => Promise<unknown> }) => Promise<void>) {
+  const tx = await service.pool.connect();
+  try {
+    await tx.query("BEGIN");
+    await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR UPDATE", [partner]);
+    await during(tx);
+    await tx.query("COMMIT");
+  } finally {
+    tx.release();
+  }
+}
+
+/** Waits until some statement waits for a lock (a request that passed its guards and queues behind the partner's row). */
+async function someoneWaitsForALock() {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await service.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted");
+    if (rows[0]!.n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error("no request ever waited for the partner's lock");
+}
+
+test("an owner removed while its member change waits for the partner's lock changes nothing (401)", async () => {
+  const partner = await service.createPartner({ name: "Race" });
+  const a = await memberOf(service, partner.id, "OWNER");
+  const b = await memberOf(service, partner.id, "OWNER");
+  const c = await memberOf(service, partner.id, "OWNER");
+  let answers: Awaited<ReturnType<typeof b.call>>[] = [];
+  await underPartnerLock(partner.id, async (tx) => {
+    const racing = Promise.all([b.call("DELETE", `/members/${a.memberId}`), b.call("PATCH", `/members/${c.memberId}`, { body: { role: "VIEWER" } })]);
+    await someoneWaitsForALock();
+    await tx.query("DELETE FROM dashboard_members WHERE id = $1", [b.memberId]); // A removes B meanwhile
+    void racing.then((settled) => (answers = settled));
+  });
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  while (answers.length === 0) await new Promise((resolve) => setTimeout(resolve, 25));
+  for (const answer of answers) assertError(answer, 401, "UNAUTHORIZED");
+  const members = (await service.admin<{ members: { id: string; role: string }[] }>("GET", `/partners/${partner.id}/members`)).body.members;
+  assert.deepEqual(members.map((member) => `${member.id} ${member.role}`).sort(), [`${a.memberId} OWNER`, `${c.memberId} OWNER`].sort());
+});
+
+test("an owner demoted while its invitation waits for the partner's lock invites no one (403 FORBIDDEN)", async () => {
+  const partner = await service.createPartner({ name: "Race Two" });
+  await memberOf(service, partner.id, "OWNER");
+  const b = await memberOf(service, partner.id, "OWNER");
+  let answer: Awaited<ReturnType<typeof b.call>> | undefined;
+  await underPartnerLock(partner.id, async (tx) => {
+    const racing = b.call("POST", "/members", { body: { email: "accomplice@race.example", role: "OWNER" } });
+    await someoneWaitsForALock();
+    await tx.query("UPDATE dashboard_members SET role = 'VIEWER' WHERE id = $1", [b.memberId]);
+    void racing.then((settled) => (answer = settled));
+  });
+  while (!answer) await new Promise((resolve) => setTimeout(resolve, 25));
+  assertError(answer, 403, "FORBIDDEN");
+  const members = (await service.admin<{ members: { email: string }[] }>("GET", `/partners/${partner.id}/members`)).body.members;
+  assert.ok(!members.some((member) => member.email === "accomplice@race.example"));
 });

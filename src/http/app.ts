@@ -9,6 +9,7 @@ import { adminAuth } from "./middleware/admin-auth.ts";
 import { idempotency } from "./middleware/idempotency.ts";
 import { httpMetrics } from "./middleware/metrics.ts";
 import { partnerAuth } from "./middleware/partner-auth.ts";
+import { linearQuery } from "./middleware/linear-query.ts";
 import type { RateLimits } from "./middleware/rate-limit.ts";
 import type { PartnerCredentials } from "../partners/credential-cache.ts";
 import { requestContext } from "./middleware/request-context.ts";
@@ -71,6 +72,7 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   app.use(requestContext(logger));
   app.use(metrics.middleware);
   app.use(errorResponses());
+  app.use(linearQuery());
 
   // Authentication and rate limits are the groups' own guards: they run before the body is read, so the
   // route itself, body included, is checked last (decisions section 3), and every /api/v1 answer is counted.

@@ -7,10 +7,15 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
+import Koa from "koa";
 import { parseSiweMessage } from "viem/siwe";
 import { loadConfig } from "../../src/config.ts";
+import type { AppState } from "../../src/http/context.ts";
+import { linearQuery } from "../../src/http/middleware/linear-query.ts";
 import { bodyValidator } from "../../src/http/schema.ts";
 import { createLogger, MAX_LOGGED_CHARS, redactText } from "../../src/logger.ts";
 import { startService, type RunningService } from "../../src/main.ts";
@@ -118,6 +123,8 @@ function hostileRequests(): [string, string, string, { headers?: Record<string, 
     ["a %25%25… path", "GET", `/${fill("%25")}`, {}],
     ["a path of https://aaaa…", "GET", `/https://${fill("a")}`, {}],
     ["a query string of key=value pairs", "GET", `/api/v1/orders?${fill("a=1&")}`, { headers: key }],
+    // Within the 32 KiB head: Koa's own parse took 18 s on 16,000 parameters.
+    ["a query string of 15,000 parameters", "GET", `/api/v1/orders?${fill("a&", 30_000)}`, { headers: key }],
     ["a query string with https://aaaa…", "GET", `/market/v1/orders?bankCode=${fill("https://a")}`, {}],
     ["a query string of 16 KB in one parameter", "GET", `/api/v1/orders?status=${fill("token-")}`, { headers: key }],
     ["Bearer and junk", "GET", "/market/v1/me", { headers: { Authorization: `Bearer ${fill("token-")}` } }],
@@ -128,8 +135,8 @@ function hostileRequests(): [string, string, string, { headers?: Record<string, 
     ["a long X-Forwarded-For", "GET", "/api/v1/health", { headers: { "X-Forwarded-For": `${fill("1.1.1.1, ")}2.2.2.2` } }],
     ["an X-Forwarded-For of junk", "GET", "/api/v1/health", { headers: { "X-Forwarded-For": fill(":::a") } }],
     ["a long X-Request-Id", "GET", "/api/v1/health", { headers: { "X-Request-Id": fill("req-") } }],
-    ["a Content-Type of 16 KB of parameters", "POST", "/api/v1/users", { headers: { ...key, "Content-Type": `application/json; ${fill("a=b; ")}` }, body: json({ partnerUserRef: "u4" }) }],
-    ["a Content-Type padded with spaces", "POST", "/api/v1/users", { headers: { ...key, "Content-Type": `application/json${fill(" ")}x` }, body: json({ partnerUserRef: "u5" }) }],
+    ["a Content-Type of 16 KB of parameters", "POST", "/api/v1/users", { headers: { ...key, "Content-Type": `application/json; ${fill("a=b; ")}` }, body: json({}) }],
+    ["a Content-Type padded with spaces", "POST", "/api/v1/users", { headers: { ...key, "Content-Type": `application/json${fill(" ")}x` }, body: json({}) }],
     ["a long Idempotency-Key", "POST", "/api/v1/users", { headers: { ...key, "Idempotency-Key": fill("key-") }, body: json({ partnerUserRef: "u1" }) }],
     ["an email of a@a.a…", "POST", "/api/v1/users", { headers: key, body: json({ partnerUserRef: "u2", email: `a@${fill("a.")}` }) }],
     ["an email of a.a.a…@", "POST", "/api/v1/users", { headers: key, body: json({ partnerUserRef: "u3", email: `${fill("a.")}@a` }) }],
@@ -249,4 +256,24 @@ test("a request Node cannot parse answers 400 VALIDATION_ERROR in the spec's sha
   await new Promise((resolve) => socket.once("close", resolve));
   assert.match(received, /^HTTP\/1\.1 400 /);
   assert.deepEqual(JSON.parse(received.slice(received.indexOf("\r\n\r\n") + 4)), { error: "VALIDATION_ERROR", message: "The request is not valid HTTP" });
+});
+
+test("the one-pass query parse gives ctx.query exactly as Koa's own parse does", async () => {
+  const koaParse = (createRequire(import.meta.url)("koa/lib/search-params.js") as { parse: (text: string) => Record<string, unknown> }).parse;
+  const app = new Koa<AppState>();
+  app.use(linearQuery());
+  app.use((ctx) => {
+    ctx.body = { query: ctx.query, keys: Object.keys(ctx.query), own: Object.hasOwn(ctx.query, "__proto__") };
+  });
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  try {
+    for (const text of ["a=1&a=2&b=3", "__proto__=x&constructor=y", "c=&d&e=%20f+g&a=1", "status=OPEN&limit=5&offset=0", "x=1&x=1&x=1&y=%E2%9C%93"]) {
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?${text}`);
+      const expected = koaParse(text);
+      assert.deepEqual(await response.json(), { query: expected, keys: Object.keys(expected), own: Object.hasOwn(expected, "__proto__") }, text);
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
 });

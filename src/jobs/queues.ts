@@ -1,4 +1,5 @@
 import type { TimerKind } from "../orders/machine.ts";
+import type { PaymentReportId } from "../orders/machine.ts";
 import type { PaymentVerificationAttempt } from "../payments/verification.ts";
 import type { PgBoss } from "./boss.ts";
 
@@ -21,14 +22,27 @@ export interface ChainSendJob {
 /** A broadcast transaction looked at again until its receipt settles it (same payload as chain.send). */
 export const CHAIN_CONFIRM_QUEUE = "chain.confirm";
 
-/** One attempt at verifying a reported SPEI payment at the CEP portal. */
+/**
+ * The verification of one order's reported SPEI payments (decisions 19: fair across orders). The queue's
+ * policy is `exclusive` with the order id as singleton key: an order has at most one job queued or
+ * active, whatever the number of its reports, and each job makes one CEP portal attempt for one of them
+ * then queues the order's next job behind every other order's (src/workers/payment-verification.ts).
+ */
 export const PAYMENT_VERIFY_QUEUE = "payments.verify";
-/** The first attempt, as the order machine's verifyPayment effect enqueues it. */
+export const PAYMENT_VERIFY_POLICY = "exclusive";
+/** Where one of the order's reports stands between attempts (absent: not tried yet, due now). */
+export interface ReportProgress extends PaymentReportId {
+  /** The next attempt's number (1 for the first). */
+  attempt: number;
+  notFound?: number;
+  lastAnswer?: string;
+  /** When the next attempt is due (the verifier's retry delay). */
+  dueAt: string;
+}
+/** The order's job, as the verifyPayment effect enqueues it (no progress yet) and as each job queues the next. */
 export interface PaymentVerificationJob {
   orderId: string;
-  cepTrackingKey: string;
-  operationDate: string;
-  senderBankCode: string;
+  progress?: ReportProgress[];
 }
 export type { PaymentVerificationAttempt };
 
@@ -65,7 +79,7 @@ export const ORDER_QUEUE_OPTIONS = {
   // mined yet is a retry: every second at first, then at most every 30 s.
   [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60 },
   // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
-  [PAYMENT_VERIFY_QUEUE]: { retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
+  [PAYMENT_VERIFY_QUEUE]: { policy: PAYMENT_VERIFY_POLICY, retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
 };
 
 /**
@@ -90,10 +104,17 @@ export function deliveryQueueOptions(timeoutMs: number) {
 /** Creates a queue, or applies the current options to the existing one (createQueue leaves it as it was). */
 export async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBoss["createQueue"]>[1] = {}): Promise<void> {
   await boss.createQueue(name, options);
-  if (Object.keys(options ?? {}).length > 0) await boss.updateQueue(name, options);
+  // A queue's policy is fixed when it is created; the other options can change.
+  const { policy: _policy, ...changeable } = options ?? {};
+  if (Object.keys(changeable).length > 0) await boss.updateQueue(name, changeable);
 }
 
 export async function createOrderQueues(boss: PgBoss): Promise<void> {
+  // pg-boss cannot change a queue's policy: a verification queue made before it was per order (standard
+  // policy, one job per report attempt) is dropped and made again. Its jobs go with it; the verification
+  // worker queues a job for every order with reports still being verified when it starts.
+  const verify = await boss.getQueue(PAYMENT_VERIFY_QUEUE);
+  if (verify && verify.policy !== PAYMENT_VERIFY_POLICY) await boss.deleteQueue(PAYMENT_VERIFY_QUEUE);
   for (const [name, options] of Object.entries(ORDER_QUEUE_OPTIONS)) await ensureQueue(boss, name, options);
 }
 

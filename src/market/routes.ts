@@ -224,11 +224,12 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       tag: "Trades",
       summary: "Report the SPEI payment (the session proves the wallet)",
       description:
-        "Checks, in order: the body (400), that the trade is this wallet's (404), that it is LOCKED (409 INVALID_STATE). The service then fetches the CEP " +
-        "itself and checks it, the payment concept included; the outcome shows on the trade.",
+        "Checks, in order: the body (400), that the trade is this wallet's (404), that it is LOCKED (409 INVALID_STATE), that fewer than 3 of its " +
+        "reports are being verified (429 RATE_LIMITED until one is decided). The service then fetches the CEP itself and checks it, the payment " +
+        "concept included; the outcome shows on the trade.",
       body: { type: "object", additionalProperties: false, required: ["trackingKey", "operationDate", "senderBankCode"], properties: reportProperties },
       responses: { 202: { description: "{ escrowOrderId, status, paymentReport }" } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "RATE_LIMITED"],
     },
     async (ctx, { body, params }) => {
       resolveSenderBank(body.senderBankCode);

@@ -1,6 +1,6 @@
 import { recoverMessageAddress, type Hex } from "viem";
-import type { Pool } from "../db/pool.ts";
-import { InvalidSignatureError, InvalidStateError, ValidationError } from "../domain/errors.ts";
+import { withTransaction, type Pool } from "../db/pool.ts";
+import { InvalidSignatureError, InvalidStateError, RateLimitedError, ValidationError } from "../domain/errors.ts";
 import { money } from "../domain/money.ts";
 import { findParticipantByClabePrefix, findParticipantByCode, type SpeiParticipant } from "../domain/spei-participants.ts";
 import { paymentBeingVerified, type OrderContext, type OrderStatus, type PaymentReport } from "../orders/machine.ts";
@@ -74,6 +74,21 @@ export function reportAmount(value: number | string): string {
   return money(value).toFixed(2);
 }
 
+/**
+ * Reports of one order under verification at once (decisions 17): each starts CEP portal lookups, so a
+ * buyer (or a partner relaying one) cannot flood the verification with made-up reports. A 4th is
+ * RATE_LIMITED until one of the three is decided.
+ */
+export const MAX_REPORTS_UNDER_VERIFICATION = 3;
+/** Retry-After of a refused report: about the time a report found nowhere takes to be decided. */
+const REPORT_RETRY_AFTER_SECONDS = 60;
+
+function tooManyReports(): InstanceType<typeof RateLimitedError> {
+  const error = new RateLimitedError(REPORT_RETRY_AFTER_SECONDS);
+  error.message = `${MAX_REPORTS_UNDER_VERIFICATION} payment reports of this order are being verified; report again once one of them is decided`;
+  return error;
+}
+
 export type PaymentVerificationState = "PENDING" | "VERIFIED";
 
 export interface PaymentReportResult {
@@ -99,7 +114,8 @@ interface SnapshotRow {
  * Checks and applies a payment report; the partner route, the market's payment route (`proof.buyerWallet`:
  * the session's wallet, instead of a signature) and the sandbox `pay` helper call it.
  * Checks, in order: the sending bank (VALIDATION_ERROR), the order (NOT_FOUND), that it has a buyer
- * (INVALID_STATE), the signature (INVALID_SIGNATURE), then the machine decides. Idempotent: the same
+ * (INVALID_STATE), the signature (INVALID_SIGNATURE), the cap of reports under verification
+ * (RATE_LIMITED), then the machine decides. Idempotent: the same
  * payment reported again while it is being verified, or after it was verified, answers as the first
  * report did and starts nothing.
  */
@@ -148,7 +164,14 @@ export async function reportPayment(
     },
   });
 
-  const applied = await applyOrderEvent(pool, ports, row.id, { type: "PAYMENT_REPORTED", ...report, at: new Date().toISOString() });
+  const applied = await withTransaction(pool, async (tx) => {
+    // Counted under the order's row lock, so concurrent reports cannot pass the cap together.
+    const { rows: locked } = await tx.query<SnapshotRow>("SELECT status, machine_snapshot, cep_tracking_key FROM orders WHERE id = $1 FOR UPDATE", [row.id]);
+    const context = locked[0]!.machine_snapshot.context;
+    const verifying = locked[0]!.status === "LOCKED" ? (context.verifyingPayments ?? []) : [];
+    if (verifying.length >= MAX_REPORTS_UNDER_VERIFICATION && !paymentBeingVerified(context, report)) throw tooManyReports();
+    return applyOrderEvent(pool, ports, row.id, { type: "PAYMENT_REPORTED", ...report, at: new Date().toISOString() }, { tx });
+  });
   if (applied.changed) return view(applied.status, "PENDING");
 
   // The machine changed nothing: a repeat of a report it already has, or the wrong state.

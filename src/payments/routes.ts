@@ -32,11 +32,12 @@ export function paymentRoutes(api: RouteGroup, deps: { pool: Pool; ports: OrderE
         "(values as sent; the amount is the order's totalMxn when amountMxn is left out). The service then fetches the CEP from the " +
         "central bank itself and checks it; the result shows on the order (PAYMENT_VERIFIED then PENDING_RELEASE, or a PAYMENT_REJECTED " +
         "timeline entry while the order stays LOCKED). Reporting the same payment again starts nothing new. Checks, in order: " +
-        "VALIDATION_ERROR, NOT_FOUND, INVALID_STATE (no buyer yet), INVALID_SIGNATURE, INVALID_STATE (not LOCKED).",
+        "VALIDATION_ERROR, NOT_FOUND, INVALID_STATE (no buyer yet), INVALID_SIGNATURE, RATE_LIMITED (3 reports of the order already being " +
+        "verified: report again once one is decided), INVALID_STATE (not LOCKED).",
       idempotent: true,
       body: paymentReportBody,
       responses: { 202: { description: "Report accepted: { orderId, status, payment: { trackingKey, operationDate, senderBankCode, senderBankName, amountMxn, verification } }" } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "INVALID_SIGNATURE"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "INVALID_SIGNATURE", "RATE_LIMITED"],
     },
     async (ctx, { body, params }) => {
       ctx.status = 202;

@@ -26,7 +26,12 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
       if (transactionId) await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
     },
     async verifyPayment(tx, request) {
-      await boss.send(PAYMENT_VERIFY_QUEUE, request satisfies PaymentVerificationJob, inTransaction(tx));
+      // One job per order at a time (the queue is `exclusive` by order id): when the order already has
+      // one, nothing is added, and that job takes the new report up in turn (decisions 19). A job still
+      // waiting for a retried report's time is made due now, so the new report is not kept waiting.
+      const db = inTransaction(tx);
+      const sent = await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: request.orderId } satisfies PaymentVerificationJob, { singletonKey: request.orderId, ...db });
+      if (!sent) await boss.update(PAYMENT_VERIFY_QUEUE, undefined, { singletonKey: request.orderId, startAfter: new Date(), ...db });
     },
   };
 }

@@ -1,44 +1,151 @@
 import type { Job } from "pg-boss";
-import { withTransaction, type Pool } from "../db/pool.ts";
+import { withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
-import type { PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
+import { samePayment, type OrderContext, type OrderStatus, type PaymentReportId } from "../orders/machine.ts";
+import type { AttemptOutcome, PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed } from "../jobs/retry.ts";
-import { PAYMENT_VERIFY_QUEUE } from "../jobs/queues.ts";
+import { PAYMENT_VERIFY_QUEUE, type PaymentVerificationJob, type ReportProgress } from "../jobs/queues.ts";
 
 /** The attempt was taken over by another worker (it expired and was retried): nothing of this one is kept. */
 class AttemptLostError extends Error {}
 
+/** Workers of the verification queue in each instance: the CEP portal lookups in flight at once. */
+export const PAYMENT_VERIFY_CONCURRENCY = 2;
+
 /**
- * Works the `payments.verify` queue that the order machine's verifyPayment effect fills. Each job is
- * one attempt; its outcome (a verdict applied to the order, or the next attempt as a delayed job) and
- * the job's completion commit in one transaction. If the completion touches no row (this worker no
- * longer holds the attempt) the transaction is rolled back, so an attempt's outcome is committed once.
- * An attempt that throws (database or programming error) is retried by pg-boss with the queue's backoff.
+ * Where each of the order's reports under verification stands: the progress carried by the job for those
+ * still being verified, and a first attempt due now for any reported since. Reports no longer being
+ * verified (verified, rejected, the order moved on) drop out.
  */
-export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool: Pool; verifier: PaymentVerifier; logger: Logger }): Promise<void> {
+export function progressOf(verifying: readonly PaymentReportId[], carried: readonly ReportProgress[], now: Date): ReportProgress[] {
+  return verifying.map((report) => {
+    const known = carried.find((entry) => samePayment(entry, report));
+    return known ?? { cepTrackingKey: report.cepTrackingKey, operationDate: report.operationDate, senderBankCode: report.senderBankCode, attempt: 1, dueAt: now.toISOString() };
+  });
+}
+
+/** The report to try now: the one due the longest (the first reported among equals); none when none is due. */
+export function nextDue(progress: readonly ReportProgress[], now: Date): ReportProgress | undefined {
+  const due = progress.filter((entry) => Date.parse(entry.dueAt) <= now.getTime());
+  return due.reduce<ReportProgress | undefined>((best, entry) => (!best || Date.parse(entry.dueAt) < Date.parse(best.dueAt) ? entry : best), undefined);
+}
+
+interface LockedOrder {
+  status: OrderStatus;
+  verifying: PaymentReportId[];
+}
+
+/** The order's status and reports being verified; `lock` takes its row lock (in a transaction). */
+async function readOrder(db: Queryable, orderId: string, lock: boolean): Promise<LockedOrder | undefined> {
+  const { rows } = await db.query<{ status: OrderStatus; machine_snapshot: { context: OrderContext } }>(
+    `SELECT status, machine_snapshot FROM orders WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
+    [orderId],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return { status: row.status, verifying: row.status === "LOCKED" ? (row.machine_snapshot.context.verifyingPayments ?? []) : [] };
+}
+
+/**
+ * Works the `payments.verify` queue that the order machine's verifyPayment effect fills, fairly across
+ * orders (decisions 19). The queue holds at most one job per order (policy `exclusive`, the order id as
+ * singleton key). A job makes one CEP portal attempt for the order's report due the longest, then, in the
+ * transaction that commits that attempt's outcome and completes the job, queues the order's next job if
+ * it still has reports being verified, due when the earliest of them is. A new job goes behind every job
+ * already waiting, so orders take turns: however many reports one order gets, it holds one place in the
+ * queue and one worker at most, and no other order's verification waits behind its reports.
+ *
+ * The settling transaction locks the order row first: a report applied meanwhile (whose own job was not
+ * added, this one being active) is seen by it, or, if it commits after, finds this job completed and adds
+ * the order's next job itself. If the completion touches no row (this worker no longer holds the job) the
+ * transaction is rolled back, so an attempt's outcome is committed once. An attempt that throws (database
+ * or programming error) is retried by pg-boss with the queue's backoff.
+ */
+export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool: Pool; verifier: PaymentVerifier; logger: Logger; now?: () => Date }): Promise<void> {
   const { boss, pool, verifier, logger } = deps;
-  const handle = async (job: Job<PaymentVerificationAttempt>) => {
+  const now = deps.now ?? (() => new Date());
+
+  /** Runs `work`, completes the job and queues the order's next one, in one transaction. */
+  const settle = (job: Job<PaymentVerificationJob>, carried: ReportProgress[], work: (tx: PoolClient) => Promise<ReportProgress | undefined>) =>
+    withTransaction(pool, async (tx) => {
+      const before = await readOrder(tx, job.data.orderId, true);
+      const retried = before ? await work(tx) : undefined;
+      const after = await readOrder(tx, job.data.orderId, true);
+      const kept = carried.map((entry) => (retried && samePayment(entry, retried) ? retried : entry));
+      const progress = progressOf(after?.verifying ?? [], kept, now());
+      const completion = (await boss.complete(PAYMENT_VERIFY_QUEUE, { id: job.id, retryCount: job.retryCount }, null, inTransaction(tx))) as { affected?: number };
+      if (completion.affected !== 1) throw new AttemptLostError(`verification job ${job.id}/${job.retryCount} is no longer held`);
+      if (progress.length === 0) return;
+      const startAfter = new Date(Math.min(...progress.map((entry) => Date.parse(entry.dueAt))));
+      await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: job.data.orderId, progress } satisfies PaymentVerificationJob, {
+        singletonKey: job.data.orderId,
+        startAfter,
+        ...inTransaction(tx),
+      });
+    });
+
+  const handle = async (job: Job<PaymentVerificationJob>) => {
+    const { orderId } = job.data;
     try {
-      const outcome = await verifier.attempt(job.data, {
+      const order = await readOrder(pool, orderId, false);
+      const carried = progressOf(order?.verifying ?? [], job.data.progress ?? [], now());
+      const due = nextDue(carried, now());
+      if (!due) {
+        // Nothing due (woken early, or nothing left to verify): only the next job, if any, is queued.
+        await settle(job, carried, async () => undefined);
+        return;
+      }
+      const attempt: PaymentVerificationAttempt = {
+        orderId,
+        cepTrackingKey: due.cepTrackingKey,
+        operationDate: due.operationDate,
+        senderBankCode: due.senderBankCode,
+        attempt: due.attempt,
+        ...(due.notFound !== undefined ? { notFound: due.notFound } : {}),
+        ...(due.lastAnswer !== undefined ? { lastAnswer: due.lastAnswer } : {}),
+      };
+      // The verifier's next attempt (a retry) is not a job of its own: it becomes this report's progress,
+      // carried by the order's next job.
+      let retried: ReportProgress | undefined;
+      const outcome: AttemptOutcome = await verifier.attempt(attempt, {
         settle: (work) =>
-          withTransaction(pool, async (tx) => {
+          settle(job, carried, async (tx) => {
+            retried = undefined;
             await work(tx);
-            const completion = (await boss.complete(PAYMENT_VERIFY_QUEUE, { id: job.id, retryCount: job.retryCount }, null, inTransaction(tx))) as { affected?: number };
-            if (completion.affected !== 1) throw new AttemptLostError(`verification attempt ${job.id}/${job.retryCount} is no longer held`);
+            return retried;
           }),
-        scheduleNext: async (tx, next, startAfter) => {
-          await boss.send(PAYMENT_VERIFY_QUEUE, next, { startAfter, ...inTransaction(tx) });
+        scheduleNext: async (_tx, next, startAfter) => {
+          retried = {
+            cepTrackingKey: next.cepTrackingKey,
+            operationDate: next.operationDate,
+            senderBankCode: next.senderBankCode,
+            attempt: next.attempt ?? due.attempt + 1,
+            ...(next.notFound !== undefined ? { notFound: next.notFound } : {}),
+            ...(next.lastAnswer !== undefined ? { lastAnswer: next.lastAnswer } : {}),
+            dueAt: startAfter.toISOString(),
+          };
         },
       });
-      logger.info({ orderId: job.data.orderId, trackingKey: job.data.cepTrackingKey, attempt: job.data.attempt ?? 1, outcome }, "payment verification attempt settled");
+      logger.info({ orderId, trackingKey: due.cepTrackingKey, attempt: due.attempt, outcome }, "payment verification attempt settled");
     } catch (error) {
       if (error instanceof AttemptLostError) {
-        logger.warn({ orderId: job.data.orderId, jobId: job.id }, error.message);
+        logger.warn({ orderId, jobId: job.id }, error.message);
         return;
       }
       throw error;
     }
   };
-  await boss.work<PaymentVerificationAttempt>(PAYMENT_VERIFY_QUEUE, { localConcurrency: 2, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 }, retryingOnlyWhatCanSucceed(handle, recordPermanentFailure(logger, PAYMENT_VERIFY_QUEUE)));
+  // Orders whose reports are being verified but that have no job: their job was lost with a queue
+  // recreated under the per-order policy (jobs/queues.ts), or failed for good. An order that has one is
+  // left alone (exclusive by order id).
+  const { rows } = await pool.query<{ id: string }>(
+    `SELECT id FROM orders WHERE status = 'LOCKED' AND jsonb_array_length(coalesce(machine_snapshot->'context'->'verifyingPayments', '[]'::jsonb)) > 0`,
+  );
+  for (const { id } of rows) await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: id } satisfies PaymentVerificationJob, { singletonKey: id });
+  await boss.work<PaymentVerificationJob>(
+    PAYMENT_VERIFY_QUEUE,
+    { localConcurrency: PAYMENT_VERIFY_CONCURRENCY, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 },
+    retryingOnlyWhatCanSucceed(handle, recordPermanentFailure(logger, PAYMENT_VERIFY_QUEUE)),
+  );
 }

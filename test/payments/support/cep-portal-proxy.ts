@@ -16,6 +16,8 @@ export interface CepPortalProxy {
   rewrites: Map<string, (form: URLSearchParams) => void>;
   /** Queries received for one tracking key. */
   queriesFor(trackingKey: string): number;
+  /** How long each valida.do query takes to be answered, as a real portal's lookup does (default 0). */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -26,6 +28,7 @@ export async function startCepPortalProxy(): Promise<CepPortalProxy> {
     target: undefined,
     queries: [],
     rewrites: new Map(),
+    delayMs: 0,
     queriesFor: (trackingKey) => proxy.queries.filter((form) => form.get("criterio")?.toUpperCase() === trackingKey.toUpperCase()).length,
     close: () =>
       new Promise<void>((resolve) => {
@@ -43,6 +46,7 @@ export async function startCepPortalProxy(): Promise<CepPortalProxy> {
         proxy.queries.push(new URLSearchParams(form));
         proxy.rewrites.get(form.get("criterio")?.toUpperCase() ?? "")?.(form);
         body = form.toString();
+        if (proxy.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, proxy.delayMs));
       }
       if (!proxy.target) throw new Error("the CEP portal proxy has no target yet");
       const headers: Record<string, string> = {};

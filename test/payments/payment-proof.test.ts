@@ -5,6 +5,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
 import type { CepPortalSimulator } from "../../src/sandbox/simulators/cep-portal.ts";
+import { syntheticIdentity } from "../../src/domain/payer-identity.ts";
+import { sandboxAccounts } from "../../src/stack/local-node.ts";
 import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { startCepPortalProxy, type CepPortalProxy } from "./support/cep-portal-proxy.ts";
 import {
@@ -45,7 +47,13 @@ type PayResult = Json & { trackingKey: string; operationDate: string; senderBank
 
 const pay = (order: OrderDetail, body: Json = {}) => sandbox<PayResult>(stack, order.id, "pay", body);
 
-/** A SPEI payment recorded in the portal simulator, as the buyer's bank would make it: to the seller, now. */
+/** The ordering party of the buyer's own account (decisions 8): the sandbox wallet's generated verified identity. */
+const ownAccount = (() => {
+  const identity = syntheticIdentity(sandboxAccounts[BUYER]!.address.toLowerCase());
+  return { senderName: identity.name, senderRfc: identity.rfc };
+})();
+
+/** A SPEI payment recorded in the portal simulator, as the buyer's bank would make it: from the buyer's own account to the seller, now. */
 function recordPayment(order: OrderDetail, overrides: { trackingKey?: string; amountMxn?: string; beneficiaryAccount?: string; receiverBankCode?: string } = {}) {
   return portal.recordPayment({
     operationAt: new Date(Math.max(Date.now(), Date.parse(order.lockedAt!))),
@@ -53,6 +61,7 @@ function recordPayment(order: OrderDetail, overrides: { trackingKey?: string; am
     beneficiaryAccount: overrides.beneficiaryAccount ?? String((order.bankAccount as Json).clabe),
     receiverBankCode: overrides.receiverBankCode ?? "40012",
     senderBankCode: "40002",
+    ...ownAccount,
     concept: `PAGO ${String(order.paymentConcept)}`,
     ...overrides,
   });
@@ -260,6 +269,7 @@ describe("checking the CEP", { concurrency: true }, () => {
       beneficiaryAccount: String((order.bankAccount as Json).clabe),
       receiverBankCode: "40012",
       senderBankCode: "40002",
+      ...ownAccount,
       concept: `PAGO ${String(order.paymentConcept)}`,
       availableAfter,
     });

@@ -4,7 +4,7 @@ import type pg from "pg";
 import type { Address, PublicClient } from "viem";
 import { escrowAbi, escrowOrderStatus } from "../../chain/escrow-abi.ts";
 import { qualifiedTable } from "../../sync/indexer-tables.ts";
-import type { Trade } from "./driver.ts";
+import { STRANGER, type Trade } from "./driver.ts";
 import type { Delivery } from "./outside.ts";
 import { ESCROW_EVENTS, PATHS, type EscrowEventName } from "./paths.ts";
 
@@ -96,6 +96,15 @@ export async function checkRun(input: CheckInput): Promise<{ violations: Violati
       [ids],
     )
   ).rows;
+  const holds = (
+    await pool.query<{ order_id: string; event: string; data: { decision?: string }; created_at: Date }>(
+      "SELECT order_id, event, data, created_at FROM order_timeline WHERE order_id = ANY($1) AND event IN ('THIRD_PARTY_PAYMENT', 'HOLD_DECIDED') ORDER BY created_at, id",
+      [ids],
+    )
+  ).rows;
+  const releasesAsked = (
+    await pool.query<{ order_id: string; created_at: Date }>("SELECT order_id, created_at FROM chain_transactions WHERE order_id = ANY($1) AND action = 'confirmPayment'", [ids])
+  ).rows;
   const deliveryByEvent = new Map(deliveries.map((delivery) => [delivery.event_id, delivery]));
   const received = new Map<string, Delivery[]>();
   for (const delivery of input.deliveries) received.set(delivery.webhookId, [...(received.get(delivery.webhookId) ?? []), delivery]);
@@ -165,6 +174,22 @@ export async function checkRun(input: CheckInput): Promise<{ violations: Violati
       }
     }
     for (const [action, count] of minedPerAction) if (count > 1) violate(trade, "duplicate-transaction", `${action} MINED ${count} times in chain_transactions`);
+
+    // A third-party payment (decisions 8): held once, released only after the operator's decision, and
+    // the payer never named to the partner.
+    if (spec.thirdPartyPayment) {
+      const entries = holds.filter((row) => row.order_id === trade.orderId);
+      const held = entries.filter((row) => row.event === "THIRD_PARTY_PAYMENT");
+      const decided = entries.find((row) => row.event === "HOLD_DECIDED");
+      if (held.length !== 1) violate(trade, "third-party-hold", `${held.length} THIRD_PARTY_PAYMENT entries, expected 1`);
+      if (decided?.data.decision !== "RELEASE") violate(trade, "third-party-hold", `no HOLD_DECIDED RELEASE on the timeline`);
+      for (const asked of releasesAsked.filter((row) => row.order_id === trade.orderId)) {
+        if (!decided || asked.created_at < decided.created_at) violate(trade, "third-party-hold", "the release was asked for before the operator's decision");
+      }
+      if (events.some((event) => event.order_id === trade.orderId && (event.body.includes(STRANGER.name) || event.body.includes(STRANGER.rfc)))) {
+        violate(trade, "third-party-leak", "a webhook names the third-party payer");
+      }
+    }
 
     // Webhooks: the outbox in sequence, each event delivered, signed, first attempted in order.
     const outbox = events.filter((event) => event.order_id === trade.orderId);

@@ -21,6 +21,8 @@ export const SELLER_CLABE = withCheckDigit("01218000118359719");
 /** Simulated payments come from STP (participant 90646), from this account. */
 const SENDER_BANK = "90646";
 const SENDER_ACCOUNT = withCheckDigit("64618015700000000");
+/** The payer of the third-party-payment path: not any buyer. */
+export const STRANGER = { name: "TERCERO AJENO CHAOS", rfc: "TACX800101AB1" };
 /** Sandbox wallets 0..4 act as sellers and buyers (5 is on the sandbox sanctions list). */
 export const USABLE_WALLETS = 5;
 
@@ -276,6 +278,13 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
     return row;
   };
   const is = (...statuses: string[]) => (row: OrderState) => statuses.includes(row.status);
+  const hasTimeline = async (event: string) => (await ctx.pool.query("SELECT 1 FROM order_timeline WHERE order_id = $1 AND event = $2", [trade.orderId, event])).rowCount! > 0;
+  const waitTimeline = async (event: string, timeoutMs: number): Promise<void> => {
+    for (const deadline = Date.now() + timeoutMs; !(await hasTimeline(event).catch(() => false)); await sleep(400)) {
+      if (Date.now() > deadline) throw new StepFailed(`waiting for ${event}: not within ${Math.round(timeoutMs / 1000)} s`);
+    }
+    mark(event);
+  };
 
   const sandboxAction = (name: string, wallet: number, url: string, body: unknown, doneWhen: string[], tooLate?: () => boolean | Promise<boolean>) =>
     ctx.locks.with(wallet, ctx.serializeWallets, () =>
@@ -286,12 +295,27 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
       }),
     );
 
-  async function pay(): Promise<void> {
-    const { rows } = await ctx.pool.query<{ seller_clabe: string; total_mxn: string; locked_at: Date; lock_expires_at: Date; escrow_order_id: string; payment_concept: string }>(
-      "SELECT seller_clabe, total_mxn, locked_at, lock_expires_at, escrow_order_id, payment_concept FROM orders WHERE id = $1",
+  /**
+   * Pays from the buyer's own account (the identity its KYC verified, decisions 8), or with `thirdParty`
+   * from a stranger's, which the service holds for an operator.
+   */
+  async function pay(thirdParty = false): Promise<void> {
+    const { rows } = await ctx.pool.query<{
+      seller_clabe: string;
+      total_mxn: string;
+      locked_at: Date;
+      lock_expires_at: Date;
+      escrow_order_id: string;
+      payment_concept: string;
+      verified_name: string | null;
+      verified_rfc: string | null;
+    }>(
+      `SELECT o.seller_clabe, o.total_mxn, o.locked_at, o.lock_expires_at, o.escrow_order_id, o.payment_concept, b.verified_name, b.verified_rfc
+         FROM orders o LEFT JOIN buyers b ON b.wallet = lower(o.buyer_wallet) WHERE o.id = $1`,
       [trade.orderId],
     );
     const row = rows[0]!;
+    const payer = thirdParty ? STRANGER : { name: row.verified_name ?? "COMPRADOR CHAOS", rfc: row.verified_rfc ?? "ND" };
     // Now, or the lock's instant if later: the local chain's clock may run ahead of the wall clock.
     const paidAt = new Date(Math.max(Date.now(), row.locked_at.getTime()));
     const beneficiary = parseClabe(row.seller_clabe);
@@ -303,7 +327,8 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
       receiverBankCode: beneficiary.participant.code,
       senderBankCode: SENDER_BANK,
       senderAccount: SENDER_ACCOUNT,
-      senderName: "COMPRADOR CHAOS",
+      senderName: payer.name,
+      senderRfc: payer.rfc,
       beneficiaryName: "VENDEDOR CHAOS",
       // The order's payment concept, as a buyer writes it in the transfer: the CEP check requires it.
       concept: row.payment_concept,
@@ -397,6 +422,20 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
     }
     if (trade.path === "lock_expiry") {
       await waitStatus("REFUNDED", is("REFUNDED"), lockWait);
+      return;
+    }
+    if (trade.path === "third_party_payment") {
+      current = "pay";
+      await pay(true);
+      current = undefined;
+      await waitTimeline("THIRD_PARTY_PAYMENT", lockWait);
+      // The operator's review: the account turned out to be the buyer's.
+      await step(
+        "review RELEASE",
+        () => call("POST", `/admin/v1/orders/${trade.orderId}/review`, { Authorization: `Bearer ${ctx.adminToken}` }, { decision: "RELEASE", note: `chaos trade ${trade.n}` }),
+        { ok: (answer) => answer.status === 200, done: () => hasTimeline("HOLD_DECIDED") },
+      );
+      await waitStatus("COMPLETED", is("COMPLETED"), slack);
       return;
     }
 

@@ -18,6 +18,7 @@ export const PATH_NAMES = [
   "cancel_pending",
   "deposit_expiry",
   "listing_expiry",
+  "third_party_payment",
 ] as const;
 export type PathName = (typeof PATH_NAMES)[number];
 
@@ -35,6 +36,8 @@ export interface PathSpec {
   webhooks: string[];
   /** The dispute outcome the administrator asks for. */
   resolution?: DisputeResolution;
+  /** Paid from a stranger's account (decisions 8): held, then released by the driver acting as the operator. */
+  thirdPartyPayment?: true;
 }
 
 const OPENING = ["order.created", "order.deposit_confirmed", "order.locked"];
@@ -124,6 +127,13 @@ export const PATHS: Record<PathName, PathSpec> = {
     refundReason: 1,
     events: { Deposited: 1, Refunded: 1 },
     webhooks: ["order.created", "order.deposit_confirmed", "order.expired"],
+  },
+  third_party_payment: {
+    status: "COMPLETED",
+    chainStatus: "Released",
+    events: { Deposited: 1, Locked: 1, Released: 1 },
+    webhooks: [...OPENING, "order.payment_verified", "order.completed"],
+    thirdPartyPayment: true,
   },
 };
 

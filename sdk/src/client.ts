@@ -102,6 +102,21 @@ export function createOfframpClient(options: OfframpClientOptions) {
       }
     },
 
+    /**
+     * Polls GET /orders/:id until the order is at `status` (or at one of several), every `intervalMs`
+     * (default 500), for at most `timeoutMs` (default 60,000). Webhooks tell the same without polling.
+     */
+    async waitForOrder(id: string, status: string | readonly string[], options: { timeoutMs?: number; intervalMs?: number } & CallOptions = {}): Promise<Order> {
+      const wanted = typeof status === "string" ? [status] : status;
+      const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+      for (;;) {
+        const order = await data<Order>(api.GET("/orders/{id}", { params: { path: { id } }, ...headersOf(options) }));
+        if (wanted.includes(order.status)) return order;
+        if (Date.now() > deadline) throw new Error(`order ${id} is ${order.status}, not ${wanted.join(" or ")}, after ${options.timeoutMs ?? 60_000} ms`);
+        await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500));
+      }
+    },
+
     listWebhooks,
     /** Every webhook delivery matching `query`, page after page (newest first; `limit` is the page size, 100 by default). */
     async *webhooks(query: Omit<Query<operations["getWebhooks"]>, "offset"> = {}, call: CallOptions = {}) {

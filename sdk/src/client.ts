@@ -10,7 +10,7 @@ import { DEFAULT_RETRY, retryingFetch, type RetryOptions } from "./transport.ts"
 export const API_PATH = "/api/v1";
 
 export interface OfframpClientOptions {
-  /** The service's URL, e.g. `https://offramp.example.com` (sandbox: `http://127.0.0.1:3000`); `/api/v1` is added. */
+  /** The service's URL, e.g. `https://offramp.example.com` (sandbox: `http://127.0.0.1:3000`); `/api/v1` is added unless it ends the URL already. */
   baseUrl: string;
   /** The partner's API key (X-API-Key). */
   apiKey: string;
@@ -64,7 +64,8 @@ export function createOfframpClient(options: OfframpClientOptions) {
   const retry = options.retry === false ? { ...DEFAULT_RETRY, maxRetries: 0 } : { ...DEFAULT_RETRY, ...options.retry };
   /** openapi-fetch over every route of the document, with the same retries and errors: `api.GET("/orders/{id}", { params: { path: { id } } })`. */
   const api: Client<paths> = createClient<paths>({
-    baseUrl: `${options.baseUrl.replace(/\/+$/, "")}${API_PATH}`,
+    // The service's URL, with or without the API's path: both mean the same API.
+    baseUrl: `${options.baseUrl.replace(/\/+$/, "").replace(/\/api\/v1$/, "")}${API_PATH}`,
     headers: { "X-API-Key": options.apiKey },
     fetch: retryingFetch(retry, options.fetch),
   });
@@ -99,6 +100,21 @@ export function createOfframpClient(options: OfframpClientOptions) {
         yield* page.orders as Order[];
         if (!page.hasMore || page.orders.length === 0) return;
         offset += page.orders.length;
+      }
+    },
+
+    /**
+     * Polls GET /orders/:id until the order is at `status` (or at one of several), every `intervalMs`
+     * (default 500), for at most `timeoutMs` (default 60,000). Webhooks tell the same without polling.
+     */
+    async waitForOrder(id: string, status: string | readonly string[], options: { timeoutMs?: number; intervalMs?: number } & CallOptions = {}): Promise<Order> {
+      const wanted = typeof status === "string" ? [status] : status;
+      const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+      for (;;) {
+        const order = await data<Order>(api.GET("/orders/{id}", { params: { path: { id } }, ...headersOf(options) }));
+        if (wanted.includes(order.status)) return order;
+        if (Date.now() > deadline) throw new Error(`order ${id} is ${order.status}, not ${wanted.join(" or ")}, after ${options.timeoutMs ?? 60_000} ms`);
+        await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500));
       }
     },
 

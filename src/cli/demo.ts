@@ -1,18 +1,19 @@
 // `npm run demo`: one whole trade against a running sandbox (`npm start`), through the public APIs
 // only, as a partner would drive it: a partner (admin API) whose webhooks come to a receiver this
-// command runs on 127.0.0.1, a user, a quote, an order and the seller's deposit (sandbox helper); then
+// command runs on 127.0.0.1, then, through the partner SDK (sdk/), a user, a quote, an order and the
+// seller's deposit (sandbox helper); then
 // the buyer through the market API as in production (its own wallet signs in, KYC, the order book, a
 // lock permit and its own lock transaction, the SPEI transfer (simulated) and its report), until the
 // order is COMPLETED.
 // Each step is printed as it happens with the elapsed time, and each webhook as it arrives with its
-// signature checked against the partner's webhook secret.
+// signature checked against the partner's webhook secret by the SDK's verifyWebhook.
 //
 //   npm run demo -- [--url http://127.0.0.1:3000] [--admin-token TOKEN] [--amount 50]
 //
 // The base URL comes from --url, else OFFRAMP_URL, else http://127.0.0.1:3000. The admin token from
 // --admin-token, else ADMIN_TOKEN, else the `adminToken` that `npm start` keeps in $DATA_DIR/sandbox.json.
 // Exit status 0 once the order is COMPLETED and every webhook received was correctly signed.
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,6 +21,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { createWalletClient, defineChain, http as viemHttp, publicActions, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createOfframpClient, OfframpApiError, verifyWebhook, type WebhookEvent } from "../../sdk/src/index.ts";
 import { escrowAbi } from "../chain/escrow-abi.ts";
 import { withCheckDigit } from "../domain/clabe.ts";
 
@@ -29,7 +31,6 @@ const USAGE = "usage: npm run demo -- [--url http://127.0.0.1:3000] [--admin-tok
 /** The demo seller's CLABE (BBVA México). */
 const SELLER_CLABE = withCheckDigit("01218000118359719");
 const STEP_TIMEOUT_MS = 60_000;
-const WEBHOOK_TOLERANCE_SECONDS = 300;
 
 class DemoError extends Error {}
 
@@ -87,35 +88,26 @@ interface ReceivedWebhook {
   signatureOk: boolean;
 }
 
-/** The partner's endpoint: checks each delivery's signature (HMAC-SHA256 of "<timestamp>.<raw body>"). */
+/** The partner's endpoint: checks each delivery with the SDK's verifyWebhook (signature and timestamp). */
 async function startReceiver(getSecret: () => string | undefined, onWebhook: (webhook: ReceivedWebhook) => void) {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const raw = Buffer.concat(chunks);
-      const timestamp = String(req.headers["x-webhook-timestamp"] ?? "");
-      const signature = String(req.headers["x-webhook-signature"] ?? "");
       const secret = getSecret();
-      const fresh = /^\d+$/.test(timestamp) && Math.abs(Date.now() / 1000 - Number(timestamp)) <= WEBHOOK_TOLERANCE_SECONDS;
-      let signatureOk = false;
-      if (secret && fresh && /^[0-9a-f]{64}$/.test(signature)) {
-        const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(raw).digest();
-        signatureOk = timingSafeEqual(expected, Buffer.from(signature, "hex"));
-      }
-      res.writeHead(signatureOk ? 200 : 401).end();
-      let payload: { event?: string; data?: { sequence?: number; status?: string } } = {};
+      let event: WebhookEvent | undefined;
       try {
-        payload = JSON.parse(raw.toString("utf8")) as typeof payload;
+        event = verifyWebhook(Buffer.concat(chunks), req.headers, secret ? [secret] : []);
       } catch {
-        // reported below as an unreadable delivery
+        // reported below as a delivery whose signature failed
       }
+      res.writeHead(event ? 200 : 401).end();
       onWebhook({
         id: String(req.headers["x-webhook-id"] ?? "?"),
-        event: payload.event ?? "(unreadable)",
-        sequence: payload.data?.sequence ?? 0,
-        status: payload.data?.status ?? "?",
-        signatureOk,
+        event: event?.event ?? "(not verified)",
+        sequence: event?.data.sequence ?? 0,
+        status: event?.data.status ?? "?",
+        signatureOk: event !== undefined,
       });
     });
   });
@@ -168,20 +160,21 @@ async function main(): Promise<number> {
       webhookUrl: receiver.url,
     });
     webhookSecret = partner.webhookSecret;
-    const key = { "X-API-Key": partner.apiKey };
     log(`partner ${partner.id} created (${partner.tier}), its webhooks sent to the receiver`);
+    // The partner's side from here on goes through the SDK (Idempotency-Key, retries, typed errors).
+    const offramp = createOfframpClient({ baseUrl, apiKey: partner.apiKey });
 
     const ref = `demo-user-${randomBytes(4).toString("hex")}`;
-    await call("POST", "/api/v1/users", key, { partnerUserRef: ref });
+    await offramp.createUser({ partnerUserRef: ref });
     log(`user ${ref} registered`);
 
-    const quote = await call<{ id: string; netAmountMxn: number; exchangeRate: number }>("POST", "/api/v1/quotes", key, { type: "SELL", amountUsdc, partnerUserRef: ref });
+    const quote = await offramp.createQuote({ type: "SELL", amountUsdc, partnerUserRef: ref });
     log(`quote ${quote.id}: ${amountUsdc} USDC for ${quote.netAmountMxn} MXN at ${quote.exchangeRate} MXN/USD`);
 
-    const order = await call<{ id: string; totalMxn: number; escrowOrderId: string }>("POST", "/api/v1/orders", key, { quoteId: quote.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE });
+    const order = await offramp.createOrder({ quoteId: quote.id!, partnerUserRef: ref, sellerClabe: SELLER_CLABE });
     log(`order ${order.id} PENDING_DEPOSIT: the buyer will pay ${order.totalMxn} MXN to CLABE ${SELLER_CLABE}`);
 
-    const detail = () => call<Json & { status: string }>("GET", `/api/v1/orders/${order.id}`, key);
+    const detail = () => offramp.getOrder(order.id);
     // The order's statuses along the demo's path: a status is reached once the order is at it or past it
     // (PENDING_RELEASE can last milliseconds before the release lands, too short for a poll to see).
     const path = ["PENDING_DEPOSIT", "ACTIVE", "LOCKED", "PENDING_RELEASE", "COMPLETED"];
@@ -190,9 +183,7 @@ async function main(): Promise<number> {
       if (!path.includes(current.status)) throw new DemoError(`the order ended ${current.status}`);
       return path.indexOf(current.status) >= path.indexOf(status) ? current : undefined;
     });
-    const sandbox = <T = Json>(action: string, body: Json = {}) => call<T>("POST", `/api/v1/sandbox/orders/${order.id}/${action}`, key, body);
-
-    const deposit = await sandbox<{ txHash: string; sellerWallet: string }>("deposit");
+    const deposit = await offramp.sandbox.deposit(order.id);
     log(`seller wallet ${deposit.sellerWallet} deposited ${amountUsdc} USDC into the escrow (tx ${deposit.txHash})`);
     await reach("ACTIVE");
     log("order ACTIVE: the indexer saw the deposit");
@@ -201,8 +192,8 @@ async function main(): Promise<number> {
     // fresh key, funded with test ETH by the sandbox faucet), sign-in, KYC, the order book, a lock
     // permit and its own lock transaction, the payment instructions, the SPEI transfer and the report.
     const buyerAccount = privateKeyToAccount(generatePrivateKey());
-    const chain = await call<{ rpcUrl: string; chainId: number }>("GET", "/api/v1/sandbox/chain", key);
-    await call("POST", "/api/v1/sandbox/faucet", key, { address: buyerAccount.address, eth: 1, usdc: 0 });
+    const chain = await offramp.sandbox.chain();
+    await offramp.sandbox.faucet({ address: buyerAccount.address, eth: 1, usdc: 0 });
     log(`buyer wallet ${buyerAccount.address} funded with 1 test ETH for gas (sandbox faucet)`);
     const challenge = await call<{ message: string }>("POST", "/market/v1/auth/challenge", {}, { address: buyerAccount.address });
     const session = await call<{ token: string }>("POST", "/market/v1/auth/session", {}, { message: challenge.message, signature: await buyerAccount.signMessage({ message: challenge.message }) });
@@ -275,7 +266,9 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof DemoError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    if (error instanceof OfframpApiError) {
+      process.stderr.write(`demo: the partner API answered ${error.status} ${error.code}: ${error.message} (X-Request-Id ${error.requestId})\n`);
+    } else if (error instanceof DemoError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       process.stderr.write(`demo: ${(error as Error).message}\n${error instanceof DemoError ? "" : `${USAGE}\n`}`);
     } else {
       process.stderr.write(`demo failed: ${(error as Error).stack ?? String(error)}\n`);

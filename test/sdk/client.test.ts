@@ -77,6 +77,11 @@ test("a POST's retries after a 503 and a dropped connection carry the call's key
   assert.ok(seen.every((s) => s.body === seen[0]!.body));
 });
 
+test("a base URL given with the API's path /api/v1 reaches the same routes", async () => {
+  await createOfframpClient({ baseUrl: `${baseUrl}/api/v1/`, apiKey: "pk_test" }).health();
+  assert.equal(seen[0]!.url, "/api/v1/health");
+});
+
 test("the caller's own Idempotency-Key is sent as given", async () => {
   await client.createOrder({ quoteId: "qt_1", partnerUserRef: "u1", sellerClabe: "012180001183597190" }, { idempotencyKey: "order-for-invoice-42" });
   assert.equal(seen[0]!.idempotencyKey, "order-for-invoice-42");

@@ -184,7 +184,7 @@ export interface paths {
         put?: never;
         /**
          * Report the buyer's SPEI payment (signed by the buyer's wallet)
-         * @description The buyer paid totalMxn to the seller's CLABE by SPEI; the partner relays the buyer's report. `signature` is the buyer wallet's EIP-191 personal_sign of the six lines `Offramp payment report`, `order: <escrowOrderId>`, `trackingKey: <trackingKey>`, `operationDate: <operationDate>`, `senderBank: <senderBankCode>`, `amountMxn: <amount with 2 decimals>` joined by \n (values as sent; the amount is the order's totalMxn when amountMxn is left out). The service then fetches the CEP from the central bank itself and checks it; the result shows on the order (PAYMENT_VERIFIED then PENDING_RELEASE, or a PAYMENT_REJECTED timeline entry while the order stays LOCKED). Reporting the same payment again starts nothing new. Checks, in order: VALIDATION_ERROR, NOT_FOUND, INVALID_STATE (no buyer yet), INVALID_SIGNATURE, INVALID_STATE (not LOCKED).
+         * @description The buyer paid totalMxn to the seller's CLABE by SPEI; the partner relays the buyer's report. `signature` is the buyer wallet's EIP-191 personal_sign of the six lines `Offramp payment report`, `order: <escrowOrderId>`, `trackingKey: <trackingKey>`, `operationDate: <operationDate>`, `senderBank: <senderBankCode>`, `amountMxn: <amount with 2 decimals>` joined by \n (values as sent; the amount is the order's totalMxn when amountMxn is left out). The service then fetches the CEP from the central bank itself and checks it; the result shows on the order (PAYMENT_VERIFIED then PENDING_RELEASE, or a PAYMENT_REJECTED timeline entry while the order stays LOCKED). Reporting the same payment again starts nothing new. Checks, in order: VALIDATION_ERROR, NOT_FOUND, INVALID_STATE (no buyer yet), INVALID_SIGNATURE, RATE_LIMITED (3 reports of the order already being verified: report again once one is decided), INVALID_STATE (not LOCKED).
          */
         post: operations["postOrdersIdPayment"];
         delete?: never;
@@ -298,7 +298,7 @@ export interface paths {
         put?: never;
         /**
          * Simulates the buyer's SPEI payment and reports it, signed by the buyer's sandbox wallet
-         * @description Optional `amountMxn` (default totalMxn), `clabe` (default the seller's), `paidAt` (ISO 8601 instant, default now or the lock's time if later) and `senderBankCode` (default 90646, STP) and `concept` (default the order's payment concept, "" for none) let mismatches be tried. Reports for whichever wallet locked the order. Answers the report's result with the payment's `trackingKey`.
+         * @description Optional `amountMxn` (default totalMxn), `clabe` (default the seller's), `paidAt` (ISO 8601 instant, default now or the lock's time if later) and `senderBankCode` (default 90646, STP) and `concept` (default the order's payment concept, "" for none) let mismatches be tried; `payerName` and `payerRfc` (default the buyer's own verified identity) simulate a payment from someone else's account, which is held for review. Reports for whichever wallet locked the order. Answers the report's result with the payment's `trackingKey`.
          */
         post: operations["postSandboxOrdersIdPay"];
         delete?: never;
@@ -396,6 +396,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "VALIDATION_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description MISSING_API_KEY, INVALID_API_KEY */
             401: {
                 headers: {
@@ -425,12 +438,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -462,6 +492,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "VALIDATION_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description MISSING_API_KEY, INVALID_API_KEY */
             401: {
                 headers: {
@@ -491,6 +534,8 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -510,6 +555,21 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_UNAVAILABLE";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -601,7 +661,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description DUPLICATE_USER */
+            /** @description DUPLICATE_USER, IDEMPOTENCY_KEY_REUSED */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -609,7 +669,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "DUPLICATE_USER";
+                        error: "DUPLICATE_USER" | "IDEMPOTENCY_KEY_REUSED";
                         message: string;
                     };
                 };
@@ -617,12 +677,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -669,6 +746,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "VALIDATION_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description MISSING_API_KEY, INVALID_API_KEY */
             401: {
                 headers: {
@@ -711,12 +801,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -827,12 +934,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -938,9 +1062,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description IDEMPOTENCY_KEY_REUSED */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "IDEMPOTENCY_KEY_REUSED";
+                        message: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -960,6 +1099,21 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_UNAVAILABLE";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -985,7 +1139,34 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        orders?: {
+                            id: string;
+                            escrowOrderId: string;
+                            /** @enum {unknown} */
+                            status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "PENDING_RELEASE" | "COMPLETED" | "EXPIRED" | "REFUNDED" | "DISPUTED";
+                            token: string;
+                            amount: number;
+                            totalMxn: number;
+                            pricePerUnit: number;
+                            fxRateUsdMxn: number;
+                            /** @enum {unknown} */
+                            amlRiskLevel: "LOW" | "MEDIUM" | "HIGH";
+                            partnerUserRef: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            completedAt: string | null;
+                            /** Format: date-time */
+                            expiresAt: string;
+                        }[];
+                        total?: number;
+                        limit?: number;
+                        offset?: number;
+                        hasMore?: boolean;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -1029,12 +1210,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1066,7 +1264,45 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        id: string;
+                        escrowOrderId: string;
+                        /** @enum {unknown} */
+                        status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "PENDING_RELEASE" | "COMPLETED" | "EXPIRED" | "REFUNDED" | "DISPUTED";
+                        token: string;
+                        amountUsdc: number;
+                        totalMxn: number;
+                        exchangeRate: number;
+                        sellerClabe: string;
+                        /** @enum {unknown} */
+                        amlRiskLevel: "LOW" | "MEDIUM" | "HIGH";
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        deposit: {
+                            chainId: number;
+                            escrowAddress: string;
+                            tokenAddress: string;
+                            amountRaw: string;
+                            /** Format: date-time */
+                            deadline: string;
+                            terms: {
+                                orderId: string;
+                                token: string;
+                                amount: string;
+                                feeBps: number;
+                                feeRecipient: string;
+                                treasuryShareBps: number;
+                                depositDeadline: string;
+                                listingWindow: string;
+                                lockWindow: string;
+                            };
+                            signature: string;
+                        };
+                    };
+                };
             };
             /** @description VALIDATION_ERROR, INVALID_CLABE, QUOTE_USER_MISMATCH */
             400: {
@@ -1120,7 +1356,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUOTE_USED */
+            /** @description QUOTE_USED, IDEMPOTENCY_KEY_REUSED */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1128,7 +1364,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "QUOTE_USED";
+                        error: "QUOTE_USED" | "IDEMPOTENCY_KEY_REUSED";
                         message: string;
                     };
                 };
@@ -1149,12 +1385,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1177,7 +1430,99 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        id: string;
+                        escrowOrderId: string;
+                        /** @enum {unknown} */
+                        status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "PENDING_RELEASE" | "COMPLETED" | "EXPIRED" | "REFUNDED" | "DISPUTED";
+                        token: string;
+                        amount: number;
+                        totalMxn: number;
+                        pricePerUnit: number;
+                        fxRateUsdMxn: number;
+                        /** @enum {unknown} */
+                        amlRiskLevel: "LOW" | "MEDIUM" | "HIGH";
+                        partnerUserRef: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        completedAt: string | null;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        amountRaw: string;
+                        fxRateSource?: string;
+                        spread: {
+                            percent: number;
+                            mxn: number;
+                        };
+                        escrowTxHash: string | null;
+                        /** @enum {unknown} */
+                        escrowStatus: "PENDING" | "CONFIRMED";
+                        releaseTxHash?: string | null;
+                        refundTxHash?: string | null;
+                        sellerWallet: string | null;
+                        buyerWallet: string | null;
+                        /** Format: date-time */
+                        lockedAt: string | null;
+                        /** Format: date-time */
+                        lockExpiresAt: string | null;
+                        bankAccount: {
+                            bankName: string;
+                            bankCode: string;
+                            clabe: string;
+                        };
+                        /** Format: date-time */
+                        cepValidatedAt?: string | null;
+                        cepTrackingKey?: string | null;
+                        paymentConcept: string;
+                        amlRiskScore?: number;
+                        dispute: {
+                            openedBy?: string;
+                            outcome?: string | null;
+                        } | null;
+                        timeline: {
+                            id: string;
+                            event: string;
+                            data: Record<string, never>;
+                            /** Format: date-time */
+                            timestamp: string;
+                        }[];
+                        deposit: {
+                            chainId: number;
+                            escrowAddress: string;
+                            tokenAddress: string;
+                            amountRaw: string;
+                            /** Format: date-time */
+                            deadline: string;
+                            terms: {
+                                orderId: string;
+                                token: string;
+                                amount: string;
+                                feeBps: number;
+                                feeRecipient: string;
+                                treasuryShareBps: number;
+                                depositDeadline: string;
+                                listingWindow: string;
+                                lockWindow: string;
+                            };
+                            signature: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "VALIDATION_ERROR";
+                        message: string;
+                    };
+                };
             };
             /** @description MISSING_API_KEY, INVALID_API_KEY */
             401: {
@@ -1221,12 +1566,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1252,7 +1614,99 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        id: string;
+                        escrowOrderId: string;
+                        /** @enum {unknown} */
+                        status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "PENDING_RELEASE" | "COMPLETED" | "EXPIRED" | "REFUNDED" | "DISPUTED";
+                        token: string;
+                        amount: number;
+                        totalMxn: number;
+                        pricePerUnit: number;
+                        fxRateUsdMxn: number;
+                        /** @enum {unknown} */
+                        amlRiskLevel: "LOW" | "MEDIUM" | "HIGH";
+                        partnerUserRef: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        completedAt: string | null;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        amountRaw: string;
+                        fxRateSource?: string;
+                        spread: {
+                            percent: number;
+                            mxn: number;
+                        };
+                        escrowTxHash: string | null;
+                        /** @enum {unknown} */
+                        escrowStatus: "PENDING" | "CONFIRMED";
+                        releaseTxHash?: string | null;
+                        refundTxHash?: string | null;
+                        sellerWallet: string | null;
+                        buyerWallet: string | null;
+                        /** Format: date-time */
+                        lockedAt: string | null;
+                        /** Format: date-time */
+                        lockExpiresAt: string | null;
+                        bankAccount: {
+                            bankName: string;
+                            bankCode: string;
+                            clabe: string;
+                        };
+                        /** Format: date-time */
+                        cepValidatedAt?: string | null;
+                        cepTrackingKey?: string | null;
+                        paymentConcept: string;
+                        amlRiskScore?: number;
+                        dispute: {
+                            openedBy?: string;
+                            outcome?: string | null;
+                        } | null;
+                        timeline: {
+                            id: string;
+                            event: string;
+                            data: Record<string, never>;
+                            /** Format: date-time */
+                            timestamp: string;
+                        }[];
+                        deposit: {
+                            chainId: number;
+                            escrowAddress: string;
+                            tokenAddress: string;
+                            amountRaw: string;
+                            /** Format: date-time */
+                            deadline: string;
+                            terms: {
+                                orderId: string;
+                                token: string;
+                                amount: string;
+                                feeBps: number;
+                                feeRecipient: string;
+                                treasuryShareBps: number;
+                                depositDeadline: string;
+                                listingWindow: string;
+                                lockWindow: string;
+                            };
+                            signature: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "VALIDATION_ERROR";
+                        message: string;
+                    };
+                };
             };
             /** @description MISSING_API_KEY, INVALID_API_KEY */
             401: {
@@ -1293,7 +1747,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description ORDER_NOT_CANCELLABLE */
+            /** @description ORDER_NOT_CANCELLABLE, IDEMPOTENCY_KEY_REUSED */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1301,7 +1755,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "ORDER_NOT_CANCELLABLE";
+                        error: "ORDER_NOT_CANCELLABLE" | "IDEMPOTENCY_KEY_REUSED";
                         message: string;
                     };
                 };
@@ -1309,12 +1763,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1412,7 +1883,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_STATE */
+            /** @description INVALID_STATE, IDEMPOTENCY_KEY_REUSED */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1420,7 +1891,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "INVALID_STATE";
+                        error: "INVALID_STATE" | "IDEMPOTENCY_KEY_REUSED";
                         message: string;
                     };
                 };
@@ -1428,12 +1899,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1528,9 +2016,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description IDEMPOTENCY_KEY_REUSED */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "IDEMPOTENCY_KEY_REUSED";
+                        message: string;
+                    };
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1550,6 +2053,21 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "KYC_SESSION_FAILED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1645,12 +2163,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1749,12 +2284,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1853,12 +2405,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1958,12 +2527,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1989,6 +2575,10 @@ export interface operations {
                     senderBankCode?: string;
                     /** @description The SPEI concept; default the order's payment concept, "" for none */
                     concept?: string;
+                    /** @description The ordering party's name on the CEP; default the buyer's verified name */
+                    payerName?: string;
+                    /** @description The ordering party's RFC or CURP on the CEP; default the buyer's verified RFC (or CURP); with another payerName and none given, "ND" */
+                    payerRfc?: string;
                 };
             };
         };
@@ -2068,12 +2658,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -2174,6 +2781,8 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2197,6 +2806,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
+                        message: string;
+                    };
+                };
+            };
         };
     };
     getSandboxChain: {
@@ -2214,6 +2838,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description VALIDATION_ERROR */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "VALIDATION_ERROR";
+                        message: string;
+                    };
+                };
             };
             /** @description MISSING_API_KEY, INVALID_API_KEY */
             401: {
@@ -2244,12 +2881,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -2322,12 +2976,29 @@ export interface operations {
             /** @description RATE_LIMITED */
             429: {
                 headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };

@@ -38,6 +38,7 @@ import { startPaymentVerificationWorker } from "./workers/payment-verification.t
 import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
 import { pruneIdempotencyKeys } from "./http/middleware/idempotency.ts";
 import { pruneRateLimitWindows } from "./http/middleware/rate-limit.ts";
+import { pruneMarketSignIns } from "./market/auth.ts";
 import { createRateLimits, systemClock, type Clock, type RateLimits } from "./http/middleware/rate-limit.ts";
 import { createPartnerCredentials, type PartnerCredentials } from "./partners/credential-cache.ts";
 
@@ -260,6 +261,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   await startMaintenance(boss, logger, {
     pruneRateLimitWindows: () => pruneRateLimitWindows(pool),
     pruneIdempotencyKeys: () => pruneIdempotencyKeys(pool),
+    pruneMarketSignIns: () => pruneMarketSignIns(pool),
   });
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 

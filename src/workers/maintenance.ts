@@ -8,6 +8,8 @@ export interface MaintenanceTasks {
   pruneRateLimitWindows(): Promise<number>;
   /** Idempotency records past their 24 hours (hourly). */
   pruneIdempotencyKeys(): Promise<number>;
+  /** Market sign-in challenges and sessions long past their end (hourly). */
+  pruneMarketSignIns(): Promise<number>;
 }
 
 /** Schedules each maintenance task on its queue and works it. */

@@ -97,3 +97,10 @@ test("challenges an hour past their expiry and sessions a day past their end are
   assert.equal((await market({ service }, "GET", "/me", { token: live.token })).status, 200);
   assertError(await market({ service }, "GET", "/me", { token: old.token }), 401, "UNAUTHORIZED");
 });
+
+test("dashboard invitation links are on PUBLIC_URL too, whatever Host the operator's request carried", async () => {
+  const partner = await service.createPartner();
+  const invited = await service.admin<{ inviteUrl: string }>("POST", `/partners/${partner.id}/members`, { email: `invitee-${Date.now()}@example.com`, role: "VIEWER" });
+  assert.equal(invited.status, 201);
+  assert.ok(invited.body.inviteUrl.startsWith(`${PUBLIC_URL}/dashboard#/invitation/`), invited.body.inviteUrl);
+});

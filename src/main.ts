@@ -40,6 +40,7 @@ import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
 import { pruneIdempotencyKeys } from "./http/middleware/idempotency.ts";
 import { pruneDashboard } from "./dashboard/maintenance.ts";
 import { pruneRateLimitWindows } from "./http/middleware/rate-limit.ts";
+import { pruneMarketSignIns } from "./market/auth.ts";
 import { createRateLimits, systemClock, type Clock, type RateLimits } from "./http/middleware/rate-limit.ts";
 import { createPartnerCredentials, type PartnerCredentials } from "./partners/credential-cache.ts";
 
@@ -264,6 +265,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     pruneRateLimitWindows: () => pruneRateLimitWindows(pool),
     pruneIdempotencyKeys: () => pruneIdempotencyKeys(pool),
     pruneDashboard: () => pruneDashboard(pool),
+    pruneMarketSignIns: () => pruneMarketSignIns(pool),
   });
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
 

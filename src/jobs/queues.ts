@@ -63,6 +63,7 @@ export const MAINTENANCE_QUEUES = {
   pruneRateLimitWindows: { name: "maintenance.prune-rate-limits", cron: "* * * * *" },
   pruneIdempotencyKeys: { name: "maintenance.prune-idempotency-keys", cron: "17 * * * *" },
   pruneDashboard: { name: "maintenance.prune-dashboard", cron: "23 * * * *" },
+  pruneMarketSignIns: { name: "maintenance.prune-market-sign-ins", cron: "29 * * * *" },
 } as const;
 
 // notify: a job written wakes the workers at once instead of on their next poll (jobs/boss.ts).

@@ -124,6 +124,17 @@ export async function openSession(deps: SignInDeps, input: { message: string; si
   return { token, wallet: getAddress(wallet), expiresAt: expiresAt.toISOString() };
 }
 
+/**
+ * Removes challenges an hour past their expiry and sessions a day past their end (expired or signed
+ * out): anyone can have challenges written (60 a minute per address), so they must not pile up. A
+ * removed challenge is refused like any unknown one.
+ */
+export async function pruneMarketSignIns(db: Queryable): Promise<number> {
+  const nonces = await db.query("DELETE FROM market_nonces WHERE expires_at < now() - interval '1 hour'");
+  const sessions = await db.query("DELETE FROM market_sessions WHERE expires_at < now() - interval '1 day' OR revoked_at < now() - interval '1 day'");
+  return (nonces.rowCount ?? 0) + (sessions.rowCount ?? 0);
+}
+
 /** Signs a session out: its token stops working at once. */
 export async function closeSession(db: Queryable, token: string | undefined): Promise<void> {
   if (token) await db.query("UPDATE market_sessions SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL", [sha256(token)]);

@@ -10,6 +10,8 @@ export interface MaintenanceTasks {
   pruneIdempotencyKeys(): Promise<number>;
   /** Dashboard sessions past their 12 hours, sign-in failure windows over, invitations expired a week ago (hourly). */
   pruneDashboard(): Promise<number>;
+  /** Market sign-in challenges and sessions long past their end (hourly). */
+  pruneMarketSignIns(): Promise<number>;
 }
 
 /** Schedules each maintenance task on its queue and works it. */

@@ -6,11 +6,11 @@ import { createHash } from "node:crypto";
 import http from "node:http";
 import { after, before, test } from "node:test";
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
-import { SIWE_STATEMENT } from "../../src/market/auth.ts";
+import { pruneMarketSignIns, SIWE_STATEMENT } from "../../src/market/auth.ts";
 import { assertError } from "../support/assertions.ts";
 import type { TestService } from "../support/service.ts";
 import { startOfflineOrderService } from "../support/trade-stack.ts";
-import { market, newWallet } from "./support.ts";
+import { market, newWallet, signIn } from "./support.ts";
 
 const PUBLIC_URL = "https://offramp.example";
 
@@ -77,4 +77,30 @@ test("a signed message naming another domain is refused 401 INVALID_SIGNATURE, e
   assertError(await market({ service }, "POST", "/auth/session", { body: { message, signature } }), 401, "INVALID_SIGNATURE");
   const { rows } = await service.pool.query("SELECT 1 FROM market_sessions WHERE wallet = $1", [account.address.toLowerCase()]);
   assert.equal(rows.length, 0, "no session was opened");
+});
+
+test("challenges an hour past their expiry and sessions a day past their end are pruned; live ones stay and work", async () => {
+  const old = await signIn({ service });
+  const signedOut = await signIn({ service });
+  const live = await signIn({ service });
+  assert.equal((await market({ service }, "DELETE", "/auth/session", { token: signedOut.token })).status, 204);
+  const stale = await challengeWith({}, newWallet().address);
+  const fresh = await challengeWith({}, newWallet().address);
+  const hashOf = (text: string) => createHash("sha256").update(text).digest("hex");
+  await service.pool.query("UPDATE market_nonces SET expires_at = now() - interval '2 hours' WHERE message_hash = $1", [hashOf(stale.body.message)]);
+  await service.pool.query("UPDATE market_sessions SET expires_at = now() - interval '2 days' WHERE token_hash = $1", [hashOf(old.token)]);
+  await service.pool.query("UPDATE market_sessions SET revoked_at = now() - interval '2 days' WHERE token_hash = $1", [hashOf(signedOut.token)]);
+
+  assert.equal(await pruneMarketSignIns(service.pool), 3);
+  const nonces = await service.pool.query<{ message_hash: string }>("SELECT message_hash FROM market_nonces WHERE message_hash = ANY($1)", [[hashOf(stale.body.message), hashOf(fresh.body.message)]]);
+  assert.deepEqual(nonces.rows.map((row) => row.message_hash), [hashOf(fresh.body.message)]);
+  assert.equal((await market({ service }, "GET", "/me", { token: live.token })).status, 200);
+  assertError(await market({ service }, "GET", "/me", { token: old.token }), 401, "UNAUTHORIZED");
+});
+
+test("dashboard invitation links are on PUBLIC_URL too, whatever Host the operator's request carried", async () => {
+  const partner = await service.createPartner();
+  const invited = await service.admin<{ inviteUrl: string }>("POST", `/partners/${partner.id}/members`, { email: `invitee-${Date.now()}@example.com`, role: "VIEWER" });
+  assert.equal(invited.status, 201);
+  assert.ok(invited.body.inviteUrl.startsWith(`${PUBLIC_URL}/dashboard#/invitation/`), invited.body.inviteUrl);
 });

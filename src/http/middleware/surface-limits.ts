@@ -8,7 +8,10 @@ import type { RateLimits, RateLimitWindow } from "./rate-limit.ts";
 // dashboard sessions per session, and every route without a credential per address"), in the same
 // shared fixed UTC-minute windows as the partner tiers (rate-limit.ts), with the same headers and 429.
 
-/** Requests a minute of one market buyer's sessions: the GROWTH tier's rate, far above what the page sends. */
+/**
+ * Requests a minute of one market buyer's sessions: the GROWTH tier's rate. The page sends at most about
+ * 120 (it polls a trade every second, every half second while it waits for a lock to be indexed).
+ */
 export const MARKET_SESSION_REQUESTS_PER_MINUTE = 200;
 /** Requests a minute of one dashboard member's sessions: the GROWTH tier's rate, far above what the page sends. */
 export const DASHBOARD_SESSION_REQUESTS_PER_MINUTE = 200;

@@ -18,7 +18,7 @@ export const PAYMENT_VERIFY_CONCURRENCY = 2;
  * still being verified, and a first attempt due now for any reported since. Reports no longer being
  * verified (verified, rejected, the order moved on) drop out.
  */
-export function progressOf(verifying: readonly PaymentReportId[], carried: readonly ReportProgress[], now: Date): ReportProgress[] {
+function progressOf(verifying: readonly PaymentReportId[], carried: readonly ReportProgress[], now: Date): ReportProgress[] {
   return verifying.map((report) => {
     const known = carried.find((entry) => samePayment(entry, report));
     return known ?? { cepTrackingKey: report.cepTrackingKey, operationDate: report.operationDate, senderBankCode: report.senderBankCode, attempt: 1, dueAt: now.toISOString() };
@@ -26,18 +26,18 @@ export function progressOf(verifying: readonly PaymentReportId[], carried: reado
 }
 
 /** The report to try now: the one due the longest (the first reported among equals); none when none is due. */
-export function nextDue(progress: readonly ReportProgress[], now: Date): ReportProgress | undefined {
+function nextDue(progress: readonly ReportProgress[], now: Date): ReportProgress | undefined {
   const due = progress.filter((entry) => Date.parse(entry.dueAt) <= now.getTime());
   return due.reduce<ReportProgress | undefined>((best, entry) => (!best || Date.parse(entry.dueAt) < Date.parse(best.dueAt) ? entry : best), undefined);
 }
 
-interface LockedOrder {
+interface OrderReports {
   status: OrderStatus;
   verifying: PaymentReportId[];
 }
 
 /** The order's status and reports being verified; `lock` takes its row lock (in a transaction). */
-async function readOrder(db: Queryable, orderId: string, lock: boolean): Promise<LockedOrder | undefined> {
+async function readOrder(db: Queryable, orderId: string, lock: boolean): Promise<OrderReports | undefined> {
   const { rows } = await db.query<{ status: OrderStatus; machine_snapshot: { context: OrderContext } }>(
     `SELECT status, machine_snapshot FROM orders WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
     [orderId],

@@ -76,6 +76,7 @@ test("connect, sign in, verify, lock from the book, pay, report and follow the t
   await page.goto(`${stack.service.baseUrl}/market`);
   // The book is public: listed before a wallet connects.
   await page.waitForSelector(`#book-rows tr[data-order="${order.escrowOrderId}"]`);
+  await screenshot(page, "market-public-book");
   await page.click("#connect");
   await page.waitForSelector("#sign-in:not([hidden])");
   await page.click("#sign-in");

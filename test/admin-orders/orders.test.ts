@@ -27,7 +27,7 @@ interface Page {
 interface Stats {
   orders: { byStatus: Record<string, number>; total: number };
   deliveries: { byStatus: Record<string, number>; total: number };
-  queues: { disputes: number; highRisk: number; sanctionsHolds: number };
+  queues: { disputes: number; highRisk: number; sanctionsHolds: number; thirdPartyPayments: number };
 }
 
 let stack: TradeStack;
@@ -235,7 +235,7 @@ describe("GET /admin/v1/stats", () => {
 
   test("sizes the dispute and high-risk queues", async () => {
     const stats = await stack.service.admin<Stats>("GET", "/stats");
-    assert.deepEqual(stats.body.queues, { disputes: 1, highRisk: 1, sanctionsHolds: 0 });
+    assert.deepEqual(stats.body.queues, { disputes: 1, highRisk: 1, sanctionsHolds: 0, thirdPartyPayments: 0 });
   });
 
   test("counts deliveries per status: delivered to the answering endpoint, pending at the failing one", async () => {

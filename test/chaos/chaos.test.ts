@@ -1,4 +1,4 @@
-// The short run of `npm run chaos` (decisions section 15): one trade along each of the twelve paths
+// The short run of `npm run chaos` (decisions section 15): one trade along each of the thirteen paths
 // while the service and the indexer are SIGKILLed a few times, on short timers. The harness runs as a
 // child process exactly as `npm run chaos` runs it; it must find no violation and exit 0.
 import assert from "node:assert/strict";
@@ -21,7 +21,7 @@ test("a short chaos run: every path, a few kills of the service and the indexer,
   try {
     const env = { ...process.env };
     for (const name of CONFIG_VARIABLES) delete env[name];
-    const args = ["src/cli/chaos.ts", "--trades", "12", "--kills", "4", "--seconds", "45", "--seed", "npm-test", "--deposit-timeout", "30", "--listing-timeout", "30", "--lock-window", "45", "--settle", "150", "--progress", "15", "--out", out];
+    const args = ["src/cli/chaos.ts", "--trades", "13", "--kills", "4", "--seconds", "45", "--seed", "npm-test", "--deposit-timeout", "30", "--listing-timeout", "30", "--lock-window", "45", "--settle", "150", "--progress", "15", "--out", out];
     const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -8,6 +8,9 @@ import { ADMIN_TOKEN } from "../support/service.ts";
 import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 import { launchChromium, screenshot, type Browser } from "./browser.ts";
+import { lockedOrder, waitForTimeline } from "../payments/support/payments.ts";
+import { syntheticIdentity } from "../../src/domain/payer-identity.ts";
+import { sandboxAccounts } from "../../src/stack/local-node.ts";
 
 // The operator console at /admin in a real headless Chromium, over a service on the real chain and
 // indexer (decisions section 12): sign-in, the state chart with live counts, the order inspector, the
@@ -224,6 +227,22 @@ describe("high-risk queue", () => {
     assert.deepEqual(ids, [highRiskId]);
     assert.equal(await page.textContent("#badge-high-risk"), "1");
     await screenshot(page, "06-high-risk");
+  });
+
+  test("lists a third-party payment with the payer beside the buyer's verified identity; Release completes it", async () => {
+    const order = await lockedOrder(stack, { buyerWallet: 4 });
+    assertStatus(await stack.service.api("POST", `/sandbox/orders/${order.id}/pay`, { key: stack.partner.apiKey, body: { payerName: "ROSA ELENA QUIROZ LUNA", payerRfc: "QULR850312HJ4" } }), 200);
+    await waitForTimeline(stack, order.id, "THIRD_PARTY_PAYMENT");
+    const card = `#third-party-payment-queue article[data-order-id="${order.id}"]`;
+    await go("#/high-risk", card);
+    const columns = await page.$$eval(`${card} .identity`, (nodes) => nodes.map((node) => node.textContent ?? ""));
+    assert.equal(columns.length, 2);
+    assert.match(columns[0]!, /ROSA ELENA QUIROZ LUNA.*QULR850312HJ4/s);
+    assert.match(columns[1]!, new RegExp(syntheticIdentity(sandboxAccounts[4]!.address.toLowerCase()).name));
+    await screenshot(page, "06b-third-party-payment");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click(`${card} .hold-actions button:has-text("Release to the buyer")`);
+    await waitForAdminStatus(stack, order.id, "COMPLETED");
   });
 });
 

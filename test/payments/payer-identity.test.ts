@@ -1,9 +1,11 @@
 // Decisions 8: the CEP's ordering party compared with the buyer's verified identity (pure rules of
 // src/domain/payer-identity.ts), and the order machine's third-party hold (src/orders/machine.ts).
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import { initialTransition, transition } from "xstate";
 import { comparePayer, isCurp, isRfc, normaliseName, syntheticIdentity } from "../../src/domain/payer-identity.ts";
+import { createLogger } from "../../src/logger.ts";
 import { orderMachine, type OrderEvent, type ThirdPartyPayment } from "../../src/orders/machine.ts";
 
 const buyer = { name: "José Pérez Núñez", curp: "PENJ800101HDFRXS09", rfc: "PENJ800101AB1" };
@@ -45,6 +47,17 @@ describe("comparing the payer with the buyer", () => {
     assert.equal(one.curp.slice(0, 10), one.rfc.slice(0, 10));
     assert.notEqual(syntheticIdentity("0xabd").rfc, one.rfc);
   });
+});
+
+test("identities never reach the logs: the buyer's verified identity, a decision's, a payer's", () => {
+  const chunks: string[] = [];
+  const logger = createLogger("trace", new Writable({ write: (chunk: Buffer, _encoding, done) => (chunks.push(chunk.toString()), done()) }));
+  logger.info({ identity: buyer }, "KYC decision");
+  logger.info({ buyer: { verifiedName: buyer.name, curp: buyer.curp, rfc: buyer.rfc } }, "buyer");
+  logger.info({ receipt: { senderName: "MARIA GOMEZ", senderRfc: "GOMM800101AB1" } }, "CEP");
+  logger.info({ hold: { payer: { name: "MARIA GOMEZ", rfcOrCurp: "GOMM800101AB1" } } }, "held");
+  const text = chunks.join("");
+  for (const value of ["Pérez", "PENJ800101", "MARIA GOMEZ", "GOMM800101AB1"]) assert.ok(!text.includes(value), `${value} logged`);
 });
 
 const T0 = "2026-11-21T10:00:00.000Z";

@@ -30,7 +30,7 @@ export const orderCommands: CommandGroup = {
       name: "list",
       summary: "List orders of every partner, newest first",
       usage:
-        "orders list [--status <status>] [--partner <partner id>] [--user-ref <partnerUserRef>] [--aml-risk LOW|MEDIUM|HIGH] [--review SANCTIONS_HOLD] [--limit <1-100>] [--offset <n>]",
+        "orders list [--status <status>] [--partner <partner id>] [--user-ref <partnerUserRef>] [--aml-risk LOW|MEDIUM|HIGH] [--review SANCTIONS_HOLD|THIRD_PARTY_PAYMENT] [--limit <1-100>] [--offset <n>]",
       options: { status: { type: "string" }, partner: { type: "string" }, "user-ref": { type: "string" }, "aml-risk": { type: "string" }, review: { type: "string" }, ...paging },
       run: ({ client, options }) =>
         client.request(

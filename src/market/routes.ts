@@ -7,6 +7,7 @@ import { countRequest } from "../http/middleware/rate-limit.ts";
 import { checkReturnUrl, kycSessionBodySchema } from "../kyc/routes.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { isoTimestamp, pagination } from "../http/schema.ts";
+import { buyerViewSchema, kycSessionStartedSchema, lockPermitSchema, orderBookPageSchema, tradeDetailSchema, tradePaymentAnswerSchema, tradesPageSchema } from "./market-schema.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
 import type { OrderStatus } from "../orders/machine.ts";
@@ -120,7 +121,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       tag: "Buyer",
       summary: "The signed-in buyer: status, KYC, on-chain reputation, locks and volume",
       responses: {
-        200: { description: "{ wallet, status, kycStatus, kycTier, reputation, openLocks, completedTrades, expiredLocks30d, monthlyVolumeMxn, suspendedUntil }" },
+        200: { description: "{ wallet, status, kycStatus, kycTier, reputation, openLocks, completedTrades, expiredLocks30d, monthlyVolumeMxn, suspendedUntil }", schema: buyerViewSchema },
       },
     },
     async (ctx) => {
@@ -135,7 +136,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       tag: "Buyer",
       summary: "Start a KYC session for the buyer (the same provider and rules as users')",
       body: kycSessionBodySchema,
-      responses: { 201: { description: "{ sessionId, sessionUrl }" } },
+      responses: { 201: { description: "{ sessionId, sessionUrl }", schema: kycSessionStartedSchema } },
       errors: ["VALIDATION_ERROR", "KYC_SESSION_FAILED"],
     },
     async (ctx, { body }) => {
@@ -164,7 +165,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
           ...pagination,
         },
       },
-      responses: { 200: { description: "{ orders, total, limit, offset, hasMore }; items escrowOrderId, token, amount, totalMxn, pricePerUnit, bankName, bankCode, listingExpiresAt, sellerReputation" } },
+      responses: { 200: { description: "{ orders, total, limit, offset, hasMore }; items escrowOrderId, token, amount, totalMxn, pricePerUnit, bankName, bankCode, listingExpiresAt, sellerReputation", schema: orderBookPageSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -182,7 +183,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
         "The buyer's wallet then calls the escrow's `lock(permit, signature)`. Refusals, in order: NOT_FOUND, ORDER_NOT_AVAILABLE (not ACTIVE, listing expired, " +
         "the buyer is the seller), BUYER_SUSPENDED, USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month reaches 50,000 MXN), LOCK_LIMIT_REACHED " +
         "(BUYER_MAX_OPEN_LOCKS open locks and unexpired permits for other orders).",
-      responses: { 201: { description: "{ permit: { orderId, buyer, deadline }, signature, escrowAddress, chainId }" } },
+      responses: { 201: { description: "{ permit: { orderId, buyer, deadline }, signature, escrowAddress, chainId }", schema: lockPermitSchema } },
       errors: ["NOT_FOUND", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "USER_SANCTIONED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],
     },
     async (ctx, { params }) => {
@@ -199,7 +200,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       tag: "Trades",
       summary: "Orders this wallet locked, newest lock first",
       query: { type: "object", additionalProperties: false, properties: { status: { enum: TRADE_STATUSES }, ...pagination } },
-      responses: { 200: { description: "{ trades, total, limit, offset, hasMore }" } },
+      responses: { 200: { description: "{ trades, total, limit, offset, hasMore }", schema: tradesPageSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -213,7 +214,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       path: "/trades/:escrowOrderId",
       tag: "Trades",
       summary: "One trade: where and how much to pay (CLABE, bank, amount, concept), the payment report and the timeline",
-      responses: { 200: { description: "{ escrowOrderId, status, amount, totalMxn, lockedAt, lockExpiresAt, payment, paymentReport, timeline }" } },
+      responses: { 200: { description: "{ escrowOrderId, status, amount, totalMxn, lockedAt, lockExpiresAt, payment, paymentReport, timeline }", schema: tradeDetailSchema } },
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
@@ -232,7 +233,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
         "Checks, in order: the body (400), that the trade is this wallet's (404), that it is LOCKED (409 INVALID_STATE). The service then fetches the CEP " +
         "itself and checks it, the payment concept included; the outcome shows on the trade.",
       body: { type: "object", additionalProperties: false, required: ["trackingKey", "operationDate", "senderBankCode"], properties: reportProperties },
-      responses: { 202: { description: "{ escrowOrderId, status, paymentReport }" } },
+      responses: { 202: { description: "{ escrowOrderId, status, paymentReport }", schema: tradePaymentAnswerSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {

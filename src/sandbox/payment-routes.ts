@@ -11,6 +11,7 @@ import { getOrderRow, type OrderRow } from "../orders/queries.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
 import { paymentReportMessage, reportAmount, reportPayment, resolveSenderBank } from "../payments/report.ts";
 import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
+import { paymentReportResultSchema } from "../payments/report-schema.ts";
 
 /** The sending bank of simulated payments: STP, where many payment apps hold their users' accounts. */
 export const SANDBOX_SENDER_BANK_CODE = "90646";
@@ -83,7 +84,26 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
         "`senderBankCode` (default 90646, STP) and `concept` (default the order's payment concept, \"\" for none) let mismatches be tried. " +
         "Reports for whichever wallet locked the order. Answers the report's result with the payment's `trackingKey`.",
       body: { type: "object", additionalProperties: false, properties: simulatedPaymentProperties },
-      responses: { 200: { description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, concept, signature, orderId, status, payment }" } },
+      responses: {
+        200: {
+          description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, concept, signature, orderId, status, payment }",
+          schema: {
+            ...paymentReportResultSchema,
+            required: [...paymentReportResultSchema.required, "trackingKey", "operationDate", "paidAt", "amountMxn", "beneficiaryAccount", "senderBankCode", "concept", "signature"],
+            properties: {
+              ...paymentReportResultSchema.properties,
+              trackingKey: { type: "string" },
+              operationDate: { type: "string", format: "date" },
+              paidAt: { type: "string", format: "date-time" },
+              amountMxn: { type: "number" },
+              beneficiaryAccount: { type: "string" },
+              senderBankCode: { type: "string" },
+              concept: { type: "string" },
+              signature: { type: ["string", "null"] },
+            },
+          },
+        },
+      },
       errors: ["VALIDATION_ERROR", "INVALID_CLABE", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {

@@ -1,7 +1,7 @@
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, OrderNotDisputedError, ResolutionPendingError, ValidationError } from "../domain/errors.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { pagination } from "../http/schema.ts";
+import { pageSchema, pagination } from "../http/schema.ts";
 import {
   confirmWindowOpen,
   DISPUTE_OUTCOMES,
@@ -16,6 +16,7 @@ import {
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { AML_RISK_LEVELS, REVIEW_QUEUES, adminOrderDetail, listAdminOrders, readReputation, type AdminOrderDeps, type AdminOrderFilters } from "./orders.ts";
+import { adminOrderDetailSchema, adminOrderListItemSchema, reputationSchema } from "../orders/order-schema.ts";
 
 export interface AdminOrderRouteDeps extends AdminOrderDeps {
   pool: Pool;
@@ -51,7 +52,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
           ...pagination,
         },
       },
-      responses: { 200: { description: "{ orders, total, limit, offset, hasMore }; each order is the partner list item plus partnerId, partnerName, amlRiskScore, dispute" } },
+      responses: { 200: { description: "{ orders, total, limit, offset, hasMore }; each order is the partner list item plus partnerId, partnerName, amlRiskScore, dispute", schema: pageSchema("orders", adminOrderListItemSchema) } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -65,7 +66,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
       path: "/orders/:id",
       tag: "Orders",
       summary: "One order: partner detail plus machine snapshot, path through the chart, deliveries, chain transactions, escrow and reputation",
-      responses: { 200: { description: "Admin order detail" } },
+      responses: { 200: { description: "Admin order detail", schema: adminOrderDetailSchema } },
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
@@ -92,7 +93,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
         required: ["outcome"],
         properties: { outcome: { enum: DISPUTE_OUTCOMES }, note: { type: ["string", "null"], maxLength: 2000 } },
       },
-      responses: { 200: { description: "Admin order detail" } },
+      responses: { 200: { description: "Admin order detail", schema: adminOrderDetailSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "ORDER_NOT_DISPUTED", "RESOLUTION_PENDING", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {
@@ -138,7 +139,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
         required: ["decision"],
         properties: { decision: { enum: HOLD_DECISIONS }, note: { type: ["string", "null"], maxLength: 2000 } },
       },
-      responses: { 200: { description: "Admin order detail" } },
+      responses: { 200: { description: "Admin order detail", schema: adminOrderDetailSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {
@@ -172,7 +173,7 @@ export function adminOrderRoutes(admin: RouteGroup, deps: AdminOrderRouteDeps): 
         path: "/reputation/:address",
         tag: "Orders",
         summary: "An account's on-chain reputation as indexed (0 until it loses a dispute, -50 per loss)",
-        responses: { 200: { description: "{ address, score, updatedBlock, updatedAt }" } },
+        responses: { 200: { description: "{ address, score, updatedBlock, updatedAt }", schema: reputationSchema } },
         errors: ["VALIDATION_ERROR"],
       },
       async (ctx, { params }) => {

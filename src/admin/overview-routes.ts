@@ -2,6 +2,7 @@ import type { Pool } from "../db/pool.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { MONTH_PATTERN } from "../domain/periods.ts";
 import { machineDescription } from "./machine-definition.ts";
+import { machineSchema, partnerRevenueSchema, revenueReportSchema, statsSchema } from "./overview-schema.ts";
 import { partnerRevenue, revenueReport } from "./revenue.ts";
 import { adminStats } from "./stats.ts";
 
@@ -24,7 +25,7 @@ export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): vo
       description:
         "`definition` is the XState machine definition as the service runs it; `states` (name, final, initial, internalEvents) and " +
         "`transitions` (from, to, event, guard) are the same facts flattened for a renderer.",
-      responses: { 200: { description: "{ id, initial, states, finalStates, transitions, definition }" } },
+      responses: { 200: { description: "{ id, initial, states, finalStates, transitions, definition }", schema: machineSchema } },
     },
     async (ctx) => {
       ctx.body = machineDescription();
@@ -37,7 +38,7 @@ export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): vo
       path: "/stats",
       tag: "Overview",
       summary: "Orders per state, webhook deliveries per status, queue sizes",
-      responses: { 200: { description: "{ orders: { byStatus, total }, deliveries: { byStatus, total }, queues: { disputes, highRisk, sanctionsHolds, thirdPartyPayments }, generatedAt }" } },
+      responses: { 200: { description: "{ orders: { byStatus, total }, deliveries: { byStatus, total }, queues: { disputes, highRisk, sanctionsHolds, thirdPartyPayments }, generatedAt }", schema: statsSchema } },
     },
     async (ctx) => {
       ctx.body = await adminStats(pool);
@@ -52,7 +53,7 @@ export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): vo
       summary: "Per partner, for a month: completed volume, partner fees collected and the service's revenue share of them",
       description: "Counts orders COMPLETED in the month (Mexico City). Amounts in MXN (per-order cents, summed) and USDC (exactly as the escrow paid). See docs/operator-console.md.",
       query: monthQuery,
-      responses: { 200: { description: "{ month, timeZone, from, to, partners, totals }" } },
+      responses: { 200: { description: "{ month, timeZone, from, to, partners, totals }", schema: revenueReportSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -67,7 +68,7 @@ export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): vo
       tag: "Partners",
       summary: "One partner's month: completed volume, partner fees collected and the service's revenue share",
       query: monthQuery,
-      responses: { 200: { description: "Partner revenue" } },
+      responses: { 200: { description: "Partner revenue", schema: partnerRevenueSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND"],
     },
     async (ctx, { params, query }) => {

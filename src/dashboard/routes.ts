@@ -65,6 +65,31 @@ const memberSchema = {
     acceptedAt: { type: ["string", "null"], format: "date-time" },
   },
 } as const;
+const nullableNumber = { type: ["number", "null"] } as const;
+/** usage.ts partnerUsage: each limit beside what is used of it (null: no limit). */
+const usageSchema = {
+  type: "object",
+  required: ["requests", "users", "volume", "kyc", "revenue"],
+  properties: {
+    requests: { type: "object", required: ["used", "limit", "resetsAt"], properties: { used: { type: "integer" }, limit: { type: "integer" }, resetsAt: isoTimestamp } },
+    users: { type: "object", required: ["count", "limit"], properties: { count: { type: "integer" }, limit: { type: ["integer", "null"] } } },
+    volume: {
+      type: "object",
+      required: ["dayMxn", "dailyLimitMxn", "monthMxn", "monthlyLimitMxn"],
+      properties: { dayMxn: { type: "number" }, dailyLimitMxn: nullableNumber, monthMxn: { type: "number" }, monthlyLimitMxn: nullableNumber },
+    },
+    kyc: {
+      type: "object",
+      required: ["sessionsThisMonth", "included", "cap", "billedUsd"],
+      properties: { sessionsThisMonth: { type: "integer" }, included: { type: "integer" }, cap: { type: ["integer", "null"] }, billedUsd: { type: "number" } },
+    },
+    revenue: {
+      type: "object",
+      required: ["feesCollectedUsdc", "serviceShareUsdc", "owedToPartnerUsdc"],
+      properties: { feesCollectedUsdc: { type: "number" }, serviceShareUsdc: { type: "number" }, owedToPartnerUsdc: { type: "number" } },
+    },
+  },
+} as const;
 const membersSchema = { type: "object", required: ["members"], properties: { members: { type: "array", items: memberSchema } } } as const;
 const signedInSchema = {
   type: "object",
@@ -487,7 +512,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       tag: "Usage",
       summary: "Requests this minute, users, day and month volume, KYC sessions and revenue, with their limits (null: unlimited)",
       description: "Read by the same code that enforces each limit. Dashboard requests are not counted in the API rate limit.",
-      responses: { 200: { description: "Usage" } },
+      responses: { 200: { description: "Usage", schema: usageSchema } },
     },
     async (ctx) => {
       ctx.body = await partnerUsage(pool, deps.rateLimits, withoutSecrets(await partnerOf(ctx)));

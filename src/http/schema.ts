@@ -93,6 +93,7 @@ export const errorBodySchema = {
 export function pageSchema(key: string, items: JsonSchema) {
   return {
     type: "object",
+    required: [key, "total", "limit", "offset", "hasMore"],
     properties: {
       [key]: { type: "array", items },
       total: { type: "integer" },

@@ -1,7 +1,8 @@
 import type { Pool } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import type { RouteGroup } from "../http/routes.ts";
-import { pagination } from "../http/schema.ts";
+import { pageSchema, pagination } from "../http/schema.ts";
+import { buyerViewSchema } from "./market-schema.ts";
 import { buyerStanding, buyerView, findBuyer, listBuyers, setBuyerStatus, type BuyerPolicy } from "./buyers.ts";
 import { readReputations } from "./order-book.ts";
 import { pageOf } from "../db/filters.ts";
@@ -17,7 +18,7 @@ export function adminBuyerRoutes(admin: RouteGroup, deps: { pool: Pool; policy: 
       tag: "Buyers",
       summary: "Market buyers, newest first, with their standing (status, locks, expired locks, reputation)",
       query: { type: "object", additionalProperties: false, properties: { ...pagination } },
-      responses: { 200: { description: "{ buyers, total, limit, offset, hasMore }" } },
+      responses: { 200: { description: "{ buyers, total, limit, offset, hasMore }", schema: pageSchema("buyers", buyerViewSchema) } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -36,7 +37,7 @@ export function adminBuyerRoutes(admin: RouteGroup, deps: { pool: Pool; policy: 
       summary: "Reinstate (ACTIVE: lock expiries until now are forgiven) or suspend (SUSPENDED: 7 days) a buyer",
       description: "The wallet is matched without regard to letter case.",
       body: { type: "object", additionalProperties: false, required: ["status"], properties: { status: { enum: ["ACTIVE", "SUSPENDED"] } } },
-      responses: { 200: { description: "The buyer" } },
+      responses: { 200: { description: "The buyer", schema: buyerViewSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND"],
     },
     async (ctx, { body, params }) => {

@@ -8,6 +8,7 @@ import { countRequest } from "../http/middleware/rate-limit.ts";
 import { checkReturnUrl, kycSessionBodySchema } from "../kyc/routes.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { isoTimestamp, pagination } from "../http/schema.ts";
+import { buyerViewSchema, kycSessionStartedSchema, lockPermitSchema, orderBookPageSchema, tradeDetailSchema, tradePaymentAnswerSchema, tradesPageSchema } from "./market-schema.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
 import type { OrderStatus } from "../orders/machine.ts";
@@ -134,7 +135,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       tag: "Buyer",
       summary: "The signed-in buyer: status, KYC, on-chain reputation, locks and volume",
       responses: {
-        200: { description: "{ wallet, status, kycStatus, kycTier, reputation, openLocks, completedTrades, expiredLocks30d, monthlyVolumeMxn, suspendedUntil }" },
+        200: { description: "{ wallet, status, kycStatus, kycTier, reputation, openLocks, completedTrades, expiredLocks30d, monthlyVolumeMxn, suspendedUntil }", schema: buyerViewSchema },
       },
     },
     async (ctx) => {
@@ -150,7 +151,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       summary: "Start a KYC session for the buyer (the same provider and rules as users')",
       description: "Each is a paid session at the provider: at most 3 a buyer in 24 hours (the 4th: 429 RATE_LIMITED with Retry-After).",
       body: kycSessionBodySchema,
-      responses: { 201: { description: "{ sessionId, sessionUrl }" } },
+      responses: { 201: { description: "{ sessionId, sessionUrl }", schema: kycSessionStartedSchema } },
       errors: ["VALIDATION_ERROR", "KYC_SESSION_FAILED", "RATE_LIMITED"],
     },
     async (ctx, { body }) => {
@@ -172,7 +173,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
         "The buyer's wallet then calls the escrow's `lock(permit, signature)`. Refusals, in order: NOT_FOUND, ORDER_NOT_AVAILABLE (not ACTIVE, listing expired, " +
         "the buyer is the seller), BUYER_SUSPENDED, USER_SANCTIONED, KYC_REQUIRED (BASIC; FULL once the month: completed trades, open locks and permits, and this order, reaches 50,000 MXN), LOCK_LIMIT_REACHED " +
         "(BUYER_MAX_OPEN_LOCKS open locks and unexpired permits for other orders).",
-      responses: { 201: { description: "{ permit: { orderId, buyer, deadline }, signature, escrowAddress, chainId }" } },
+      responses: { 201: { description: "{ permit: { orderId, buyer, deadline }, signature, escrowAddress, chainId }", schema: lockPermitSchema } },
       errors: ["NOT_FOUND", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "USER_SANCTIONED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],
     },
     async (ctx, { params }) => {
@@ -189,7 +190,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       tag: "Trades",
       summary: "Orders this wallet locked, newest lock first",
       query: { type: "object", additionalProperties: false, properties: { status: { enum: TRADE_STATUSES }, ...pagination } },
-      responses: { 200: { description: "{ trades, total, limit, offset, hasMore }" } },
+      responses: { 200: { description: "{ trades, total, limit, offset, hasMore }", schema: tradesPageSchema } },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { query }) => {
@@ -207,6 +208,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
         200: {
           description:
             "{ escrowOrderId, status, amount, totalMxn, lockedAt, lockExpiresAt, payment, paymentReport, timeline }; `paymentReport.verification` is PENDING, VERIFIED, REJECTED or HELD (a third-party payment under review, with `holdReason`)",
+          schema: tradeDetailSchema,
         },
       },
       errors: ["NOT_FOUND"],
@@ -228,7 +230,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
         "reports are being verified (429 RATE_LIMITED until one is decided). The service then fetches the CEP itself and checks it, the payment " +
         "concept included; the outcome shows on the trade.",
       body: { type: "object", additionalProperties: false, required: ["trackingKey", "operationDate", "senderBankCode"], properties: reportProperties },
-      responses: { 202: { description: "{ escrowOrderId, status, paymentReport }" } },
+      responses: { 202: { description: "{ escrowOrderId, status, paymentReport }", schema: tradePaymentAnswerSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "RATE_LIMITED"],
     },
     async (ctx, { body, params }) => {
@@ -242,38 +244,6 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
     },
   );
 }
-
-/** A page of the public order book (decisions 17): its items as `orderBook` builds them. */
-const orderBookPageSchema = {
-  type: "object",
-  required: ["orders", "total", "limit", "offset", "hasMore"],
-  properties: {
-    orders: {
-      type: "array",
-      items: {
-        type: "object",
-        additionalProperties: false,
-        required: ["escrowOrderId", "token", "amount", "receiveAmount", "totalMxn", "pricePerUnit", "bankName", "bankCode", "listingExpiresAt", "sellerReputation"],
-        properties: {
-          escrowOrderId: { type: "string", pattern: "^0x[0-9a-f]{64}$" },
-          token: { type: "string" },
-          amount: { type: "number", description: "Token amount the seller deposited" },
-          receiveAmount: { type: "number", description: "What the escrow releases to the buyer: amount less the partner's fee (rounded down to token units)" },
-          totalMxn: { type: "number", description: "What the buyer pays by SPEI" },
-          pricePerUnit: { type: "number", description: "totalMxn / amount, 4 decimals" },
-          bankName: { type: "string" },
-          bankCode: { type: "string", description: "The seller bank's 3-digit CLABE prefix" },
-          listingExpiresAt: { type: "string", format: "date-time" },
-          sellerReputation: { type: "number", description: "The seller's on-chain reputation (points)" },
-        },
-      },
-    },
-    total: { type: "integer" },
-    limit: { type: "integer" },
-    offset: { type: "integer" },
-    hasMore: { type: "boolean" },
-  },
-} as const;
 
 /** The public order book (decisions 17): no token, so the page shows it before a wallet connects. */
 export function orderBookRoutes(book: RouteGroup, deps: Pick<MarketRouteDeps, "pool" | "indexerSchema">): void {

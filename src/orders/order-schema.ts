@@ -129,3 +129,59 @@ export const orderDetailSchema = {
     deposit: depositSchema,
   },
 } as const;
+
+/** An admin order's dispute (admin/orders.ts): with the operator's pending resolution, if any. */
+const adminDisputeSchema = {
+  type: ["object", "null"],
+  properties: { openedBy: { type: "string" }, outcome: nullableString, resolutionRequest: { type: ["object", "null"] } },
+} as const;
+
+/** admin/orders.ts adminOrderListItem. */
+export const adminOrderListItemSchema = {
+  type: "object",
+  required: [...orderListItemSchema.required, "partnerId", "partnerName", "amlRiskScore", "dispute", "sanctionsHold"],
+  properties: {
+    ...orderListItemSchema.properties,
+    partnerId: { type: "string" },
+    partnerName: { type: "string" },
+    amlRiskScore: { type: "number" },
+    dispute: adminDisputeSchema,
+    sanctionsHold: { type: ["object", "null"] },
+  },
+} as const;
+
+/** A wallet's reputation as indexed (admin/orders.ts readReputation). */
+export const reputationSchema = {
+  type: "object",
+  required: ["address", "score", "updatedBlock", "updatedAt"],
+  properties: { address: { type: "string" }, score: { type: "number" }, updatedBlock: { type: ["integer", "null"] }, updatedAt: nullableTimestamp },
+} as const;
+
+/** admin/orders.ts adminOrderDetail: the partner's detail plus what operators see. */
+export const adminOrderDetailSchema = {
+  type: "object",
+  required: [...orderDetailSchema.required, "partnerId", "partnerName", "partnerTier", "fee", "sanctionsHold", "machine", "path", "deliveries", "transactions", "escrow", "reputation"],
+  properties: {
+    ...orderDetailSchema.properties,
+    partnerId: { type: "string" },
+    partnerName: nullableString,
+    partnerTier: nullableString,
+    fee: {
+      type: "object",
+      required: ["feePercent", "feeRecipient", "feeBps", "treasuryShareBps"],
+      properties: { feePercent: { type: "number" }, feeRecipient: { type: "string" }, feeBps: { type: "integer" }, treasuryShareBps: { type: "integer" } },
+    },
+    dispute: adminDisputeSchema,
+    sanctionsHold: { type: ["object", "null"] },
+    machine: { type: "object", required: ["value", "context", "version"], properties: { value: { enum: ORDER_STATUSES }, context: { type: "object" }, version: { type: "integer" } } },
+    path: { type: "array" },
+    deliveries: { type: "array", items: { type: "object" } },
+    transactions: { type: "array", items: { type: "object" } },
+    escrow: { type: ["object", "null"] },
+    reputation: {
+      type: "object",
+      required: ["seller", "buyer"],
+      properties: { seller: { anyOf: [reputationSchema, { type: "null" }] }, buyer: { anyOf: [reputationSchema, { type: "null" }] } },
+    },
+  },
+} as const;

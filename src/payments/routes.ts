@@ -3,6 +3,7 @@ import { currentPartner } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
 import { reportPayment, type PaymentReportInput } from "./report.ts";
+import { paymentReportResultSchema } from "./report-schema.ts";
 
 /** The report body's schema, shared by the partner route and the OpenAPI document. */
 export const paymentReportBody = {
@@ -36,7 +37,7 @@ export function paymentRoutes(api: RouteGroup, deps: { pool: Pool; ports: OrderE
         "verified: report again once one is decided), INVALID_STATE (not LOCKED).",
       idempotent: true,
       body: paymentReportBody,
-      responses: { 202: { description: "Report accepted: { orderId, status, payment: { trackingKey, operationDate, senderBankCode, senderBankName, amountMxn, verification } }" } },
+      responses: { 202: { description: "Report accepted: { orderId, status, payment: { trackingKey, operationDate, senderBankCode, senderBankName, amountMxn, verification } }", schema: paymentReportResultSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "INVALID_SIGNATURE", "RATE_LIMITED"],
     },
     async (ctx, { body, params }) => {

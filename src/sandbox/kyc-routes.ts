@@ -2,6 +2,7 @@ import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
 import { currentPartner } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
+import { userDetailSchema } from "../users/routes.ts";
 import { getUserById, userDetailView, userVolumes } from "../users/users.ts";
 import { KycSimulatorError, type KycProviderSimulator } from "./simulators/kyc-provider.ts";
 
@@ -31,7 +32,7 @@ export function kycSandboxRoutes(api: RouteGroup, deps: { pool: Pool; simulator:
         required: ["result"],
         properties: { result: { enum: ["APPROVED", "REJECTED"] }, isPep: { type: "boolean" } },
       },
-      responses: { 200: { description: "User detail after the decision was applied" } },
+      responses: { 200: { description: "User detail after the decision was applied", schema: userDetailSchema } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "KYC_SESSION_FAILED"],
     },
     async (ctx, { body, params }) => {

@@ -15,6 +15,7 @@ import { currentBuyer } from "../market/auth.ts";
 import { isBuyerKycSession } from "../market/kyc.ts";
 import { buyerProfile, type MarketRouteDeps } from "../market/routes.ts";
 import { getTradeRow } from "../market/trades.ts";
+import { buyerViewSchema } from "../market/market-schema.ts";
 
 // Sandbox helpers for buyers and developers' own wallets (decisions 13 and 17), registered only when
 // SANDBOX is on: the chain's coordinates, a faucet, the buyer's KYC decision and simulated SPEI transfer.
@@ -41,7 +42,7 @@ export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
       path: "/sandbox/chain",
       tag: "Sandbox",
       summary: "The local chain: RPC URL, chain id, escrow and test USDC addresses",
-      responses: { 200: { description: "{ rpcUrl, chainId, escrowAddress, usdcAddress }" } },
+      responses: { 200: { description: "{ rpcUrl, chainId, escrowAddress, usdcAddress }", schema: { type: "object", required: ["rpcUrl", "chainId", "escrowAddress", "usdcAddress"], properties: { rpcUrl: { type: "string" }, chainId: { type: "integer" }, escrowAddress: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" }, usdcAddress: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" } } } } },
     },
     async (ctx) => {
       const { rpcUrl, chainId, escrowAddress, usdcAddress } = gateway.settings;
@@ -65,7 +66,16 @@ export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
           usdc: { type: "number", minimum: 0, maximum: 1_000_000_000, "x-maxDecimals": USDC_DECIMALS },
         },
       },
-      responses: { 200: { description: "{ address, ethTxHash, usdcTxHash, ethBalance, usdcBalance }" } },
+      responses: {
+        200: {
+          description: "{ address, ethTxHash, usdcTxHash, ethBalance, usdcBalance }",
+          schema: {
+            type: "object",
+            required: ["address", "ethTxHash", "usdcTxHash", "ethBalance", "usdcBalance"],
+            properties: { address: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" }, ethTxHash: { anyOf: [{ type: "string", pattern: "^0x[0-9a-fA-F]{64}$" }, { type: "null" }] }, usdcTxHash: { anyOf: [{ type: "string", pattern: "^0x[0-9a-fA-F]{64}$" }, { type: "null" }] }, ethBalance: { type: "string" }, usdcBalance: { type: "string" } },
+          },
+        },
+      },
       errors: ["VALIDATION_ERROR"],
     },
     async (ctx, { body }) => {
@@ -117,7 +127,7 @@ export function marketSandboxRoutes(
             rfc: { type: "string", pattern: "^[A-Za-z&Ññ]{3,4}\\d{6}[A-Za-z0-9]{3}$" },
           },
         },
-        responses: { 200: { description: "The buyer (as GET /me) once the decision was applied" } },
+        responses: { 200: { description: "The buyer (as GET /me) once the decision was applied", schema: buyerViewSchema } },
         errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "KYC_SESSION_FAILED"],
       },
       async (ctx, { body, params }) => {
@@ -157,7 +167,16 @@ export function marketSandboxRoutes(
             payerRfc: simulatedPaymentProperties.payerRfc,
           },
         },
-        responses: { 200: { description: "{ trackingKey, operationDate, senderBankCode, amountMxn, concept }" } },
+        responses: {
+          200: {
+            description: "{ trackingKey, operationDate, senderBankCode, amountMxn, concept }",
+            schema: {
+              type: "object",
+              required: ["trackingKey", "operationDate", "senderBankCode", "amountMxn", "concept"],
+              properties: { trackingKey: { type: "string" }, operationDate: { type: "string", format: "date" }, senderBankCode: { type: "string" }, amountMxn: { type: "number" }, concept: { type: "string" } },
+            },
+          },
+        },
         errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
       },
       async (ctx, { body, params }) => {

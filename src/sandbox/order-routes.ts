@@ -13,6 +13,13 @@ import { getOrderRow, type OrderRow } from "../orders/queries.ts";
 import { contractTerms, signedTermsOf } from "../orders/terms.ts";
 import type { PermitIssuer } from "../market/permits.ts";
 
+/** The answer of a sandbox chain action: its transaction, and the wallet that sent it. */
+function txAnswer(wallet?: "sellerWallet" | "buyerWallet") {
+  const properties: Record<string, unknown> = { txHash: { type: "string", pattern: "^0x[0-9a-fA-F]{64}$" } };
+  if (wallet) properties[wallet] = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" };
+  return { type: "object", required: Object.keys(properties), properties };
+}
+
 // Sandbox test helpers (decisions section 13): each sends a real transaction from a sandbox wallet and
 // waits for it to be mined; the order itself changes state only when the indexer reports the event,
 // exactly as in production. They may be called for many orders at once (decisions section 13): every
@@ -71,7 +78,7 @@ export function sandboxOrderRoutes(
       summary: "The seller's sandbox wallet (minted test USDC as needed) deposits the order's USDC into the escrow",
       description: `Optional \`sellerWallet\`: the index of the sandbox wallet that deposits (default 0); wallet ${SANCTIONED_SANDBOX_WALLET} is on the sandbox sanctions list.`,
       body: { type: "object", additionalProperties: false, properties: { sellerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
-      responses: { 200: { description: "{ txHash, sellerWallet }" } },
+      responses: { 200: { description: "{ txHash, sellerWallet }", schema: txAnswer("sellerWallet") } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {
@@ -100,7 +107,7 @@ export function sandboxOrderRoutes(
       tag: "Sandbox",
       summary: "A sandbox buyer wallet locks the order",
       body: { type: "object", additionalProperties: false, properties: { buyerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
-      responses: { 200: { description: "{ txHash, buyerWallet }" } },
+      responses: { 200: { description: "{ txHash, buyerWallet }", schema: txAnswer("buyerWallet") } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],
     },
     async (ctx, { body, params }) => {
@@ -123,7 +130,7 @@ export function sandboxOrderRoutes(
       tag: "Sandbox",
       summary: "The buyer or the seller opens a dispute on chain",
       body: { type: "object", additionalProperties: false, required: ["by"], properties: { by: { enum: ["BUYER", "SELLER"] } } },
-      responses: { 200: { description: "{ txHash }" } },
+      responses: { 200: { description: "{ txHash }", schema: txAnswer() } },
       errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {

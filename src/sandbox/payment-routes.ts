@@ -11,6 +11,7 @@ import { getOrderRow, type OrderRow } from "../orders/queries.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
 import { paymentReportMessage, reportAmount, reportPayment, resolveSenderBank } from "../payments/report.ts";
 import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
+import { paymentReportResultSchema } from "../payments/report-schema.ts";
 
 /** The sending bank of simulated payments: STP, where many payment apps hold their users' accounts. */
 export const SANDBOX_SENDER_BANK_CODE = "90646";
@@ -109,7 +110,26 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
         "`payerName` and `payerRfc` (default the buyer's own verified identity) simulate a payment from someone else's account, which is held for review. " +
         "Reports for whichever wallet locked the order. Answers the report's result with the payment's `trackingKey`.",
       body: { type: "object", additionalProperties: false, properties: simulatedPaymentProperties },
-      responses: { 200: { description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, concept, signature, orderId, status, payment }" } },
+      responses: {
+        200: {
+          description: "{ trackingKey, operationDate, paidAt, amountMxn, beneficiaryAccount, senderBankCode, concept, signature, orderId, status, payment }",
+          schema: {
+            ...paymentReportResultSchema,
+            required: [...paymentReportResultSchema.required, "trackingKey", "operationDate", "paidAt", "amountMxn", "beneficiaryAccount", "senderBankCode", "concept", "signature"],
+            properties: {
+              ...paymentReportResultSchema.properties,
+              trackingKey: { type: "string" },
+              operationDate: { type: "string", format: "date" },
+              paidAt: { type: "string", format: "date-time" },
+              amountMxn: { type: "number" },
+              beneficiaryAccount: { type: "string" },
+              senderBankCode: { type: "string" },
+              concept: { type: "string" },
+              signature: { type: ["string", "null"] },
+            },
+          },
+        },
+      },
       errors: ["VALIDATION_ERROR", "INVALID_CLABE", "NOT_FOUND", "INVALID_STATE"],
     },
     async (ctx, { body, params }) => {

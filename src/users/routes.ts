@@ -28,7 +28,7 @@ const userCreateSchema = {
     createdAt: isoTimestamp,
   },
 } as const;
-const userDetailSchema = {
+export const userDetailSchema = {
   type: "object",
   properties: {
     ...userCreateSchema.properties,

@@ -13,7 +13,7 @@ export interface Config {
   /** Unset: an embedded PostgreSQL in DATA_DIR. */
   databaseUrl: string | undefined;
   dataDir: string;
-  /** Unset: a local Hardhat node started by `npm start`. */
+  /** Unset: a local Hardhat node started by `npm start`. One or more endpoints, comma-separated, tried in order (src/chain/rpc-transport.ts). */
   rpcUrl: string | undefined;
   chainId: number;
   escrowAddress: `0x${string}` | undefined;
@@ -119,6 +119,15 @@ function url(env: Env, name: string): string | undefined {
   return raw.replace(/\/+$/, "");
 }
 
+/** One or more http(s) URLs, comma-separated (RPC_URL: endpoints with failover, decisions 7). */
+function urlList(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  const urls = raw.split(",").map((part) => url({ [name]: part }, name));
+  if (urls.some((entry) => entry === undefined)) throw new ConfigError(name, `must be one or more http(s) URLs, comma-separated, got "${raw}"`);
+  return urls.join(",");
+}
+
 function address(env: Env, name: string): `0x${string}` | undefined {
   const raw = text(env, name);
   if (raw === undefined) return undefined;
@@ -169,7 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     dataDir: text(env, "DATA_DIR") ?? ".data",
-    rpcUrl: url(env, "RPC_URL"),
+    rpcUrl: urlList(env, "RPC_URL"),
     chainId: integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER),
     escrowAddress: address(env, "ESCROW_ADDRESS"),
     usdcAddress: address(env, "USDC_ADDRESS"),

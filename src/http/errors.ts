@@ -1,5 +1,6 @@
 import type Koa from "koa";
-import { InternalError, NotFoundError, OfframpError, ValidationError } from "../domain/errors.ts";
+import { isChainUnreachable } from "../chain/rpc-transport.ts";
+import { ChainUnavailableError, InternalError, NotFoundError, OfframpError, ValidationError } from "../domain/errors.ts";
 import type { AppState } from "./context.ts";
 
 interface HttpLikeError {
@@ -40,6 +41,8 @@ export function errorResponses(): Koa.Middleware<AppState> {
     } catch (caught) {
       let error: OfframpError;
       if (caught instanceof OfframpError) error = caught;
+      // The chain out of reach after every endpoint and retry: a retry later can succeed (503, not 500).
+      else if (isChainUnreachable(caught)) error = new ChainUnavailableError();
       else error = fromHttpError(caught as HttpLikeError) ?? new InternalError();
       if (error.status >= 500) ctx.state.log.error({ err: caught }, "request failed");
       ctx.status = error.status;

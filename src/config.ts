@@ -61,6 +61,8 @@ export interface Config {
   /** Sanctions lists in the OFAC SDN CSV format; sandbox adds data/sanctions/sandbox-sdn.csv. */
   sanctionsListFiles: string[];
   logLevel: string;
+  /** SIGNER_MIN_BALANCE_ETH: below it a signing key's balance is reported low (decisions 1 and 7), in ETH. */
+  signerMinBalanceEth: string;
 }
 
 export class ConfigError extends Error {
@@ -142,6 +144,13 @@ function privateKey(env: Env, name: string): `0x${string}` | undefined {
   return raw as `0x${string}`;
 }
 
+/** A non-negative amount of ETH in decimal (at most 18 decimals). */
+function ethAmount(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (!/^\d{1,9}(\.\d{1,18})?$/.test(raw)) throw new ConfigError(name, `must be an amount of ETH such as 0.05, got "${raw}"`);
+  return raw;
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
@@ -215,6 +224,7 @@ export function loadConfig(env: Env = process.env): Config {
       ...(sandbox ? ["data/sanctions/sandbox-sdn.csv"] : []),
     ],
     logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    signerMinBalanceEth: ethAmount(env, "SIGNER_MIN_BALANCE_ETH", "0.05"),
   };
 
   if (!sandbox) {

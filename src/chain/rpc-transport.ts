@@ -6,7 +6,7 @@
 // too low", which the senders take for success, src/chain/wallet-sends.ts and transaction-sender.ts).
 // A call still failing after that throws; an HTTP request it served then answers 503 CHAIN_UNAVAILABLE
 // (src/http/errors.ts).
-import { BaseError, fallback, http, HttpRequestError, LimitExceededRpcError, InternalRpcError, TimeoutError, type Transport } from "viem";
+import { BaseError, fallback, http, HttpRequestError, LimitExceededRpcError, InternalRpcError, TimeoutError, WaitForTransactionReceiptTimeoutError, type Transport } from "viem";
 
 /** Per attempt, per endpoint. */
 export const RPC_TIMEOUT_MS = 10_000;
@@ -44,7 +44,8 @@ export function chainTransport(rpcUrl: string): Transport {
 
 /**
  * Whether `error` says the chain could not be reached (every endpoint refused, timed out or failed, after
- * the retries), as opposed to an answer from the chain (a revert, a nonce refusal, a missing receipt).
+ * the retries, or a sent transaction's receipt did not come in time), as opposed to an answer from the
+ * chain (a revert, a nonce refusal).
  */
 export function isChainUnreachable(error: unknown): boolean {
   if (!(error instanceof BaseError)) return false;
@@ -53,6 +54,7 @@ export function isChainUnreachable(error: unknown): boolean {
       (cause) =>
         cause instanceof HttpRequestError ||
         cause instanceof TimeoutError ||
+        cause instanceof WaitForTransactionReceiptTimeoutError ||
         cause instanceof LimitExceededRpcError ||
         cause instanceof InternalRpcError ||
         (cause as { code?: unknown }).code === 429,

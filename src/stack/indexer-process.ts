@@ -123,7 +123,7 @@ export interface IndexerOptions {
   logLevel?: "error" | "warn" | "info" | "debug" | "trace";
   /** Realtime polling interval; default 100 ms (Ponder's minimum) on chain 31337, else 1000 ms (ponder.config.ts). */
   pollingIntervalMs?: number;
-  /** How many times the RPC URL is given to Ponder, each throttled by Ponder on its own; default 16 on chain 31337, else 1 (ponder.config.ts). */
+  /** How many times each RPC endpoint is given to Ponder, each throttled by Ponder on its own; default 4 on chain 31337, else 1 (ponder.config.ts). */
   rpcLanes?: number;
   /** PostgreSQL connections Ponder may open; default 12. */
   poolMax?: number;

@@ -3,7 +3,10 @@
 // which src/stack/indexer-process.ts passes explicitly:
 //
 //   DATABASE_URL         PostgreSQL connection string (required: the service reads the tables)
-//   RPC_URL              JSON-RPC endpoint of the chain (default http://127.0.0.1:8545)
+//   RPC_URL              JSON-RPC endpoints of the chain, comma-separated (default http://127.0.0.1:8545).
+//                        Ponder balances its requests over them by latency, retries a failed request (9
+//                        times, with backoff) on whichever is available, and rests an endpoint that answers
+//                        429 or times out; one that never answers is never preferred again.
 //   CHAIN_ID             chain id (default 31337, the local Hardhat node)
 //   ESCROW_ADDRESS       escrow contract address, with ESCROW_START_BLOCK (its deployment block) ...
 //   ESCROW_START_BLOCK
@@ -11,7 +14,7 @@
 //   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
 //                        minimum) on 31337, where a block exists the moment its transaction is sent and
 //                        the node is ours; else 1000 ms, a provider's rate limit in mind
-//   PONDER_RPC_LANES     how many times RPC_URL is given to Ponder (default 4 on 31337, else 1). Ponder
+//   PONDER_RPC_LANES     how many times each RPC_URL endpoint is given to Ponder (default 4 on 31337, else 1). Ponder
 //                        throttles each RPC endpoint it is given to 20 requests/s at start and raises that
 //                        only after 10 s of saturated use, so one lane caps a backfill at about 20 blocks/s
 //                        (one eth_getBlockByNumber per block with events). A provider with a known higher
@@ -24,6 +27,7 @@ import { readFileSync } from "node:fs";
 import { createConfig } from "ponder";
 import { getAddress, isAddress } from "viem";
 import { escrowAbi } from "./src/chain/escrow-abi.ts";
+import { rpcEndpoints } from "./src/chain/rpc-transport.ts";
 
 const LOCAL_CHAIN_ID = 31337;
 
@@ -72,7 +76,7 @@ if (databaseUrl === undefined || databaseUrl === "") fail("DATABASE_URL is requi
 const chainId = integerEnv("CHAIN_ID", LOCAL_CHAIN_ID);
 const isLocal = chainId === LOCAL_CHAIN_ID;
 const escrow = escrowLocation(chainId);
-const rpcUrl = process.env.RPC_URL || "http://127.0.0.1:8545";
+const endpoints = rpcEndpoints(process.env.RPC_URL || "http://127.0.0.1:8545");
 const rpcLanes = integerEnv("PONDER_RPC_LANES", isLocal ? 4 : 1);
 if (rpcLanes < 1) fail("PONDER_RPC_LANES must be at least 1");
 
@@ -85,7 +89,7 @@ export default createConfig({
   chains: {
     offramp: {
       id: chainId,
-      rpc: rpcLanes === 1 ? rpcUrl : Array.from({ length: rpcLanes }, () => rpcUrl),
+      rpc: endpoints.flatMap((endpoint) => Array.from({ length: rpcLanes }, () => endpoint)),
       pollingInterval: integerEnv("PONDER_POLLING_INTERVAL_MS", isLocal ? 100 : 1_000),
       disableCache: isLocal,
     },

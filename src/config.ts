@@ -13,7 +13,7 @@ export interface Config {
   /** Unset: an embedded PostgreSQL in DATA_DIR. */
   databaseUrl: string | undefined;
   dataDir: string;
-  /** Unset: a local Hardhat node started by `npm start`. */
+  /** Unset: a local Hardhat node started by `npm start`. One or more endpoints, comma-separated, tried in order (src/chain/rpc-transport.ts). */
   rpcUrl: string | undefined;
   chainId: number;
   escrowAddress: `0x${string}` | undefined;
@@ -66,6 +66,8 @@ export interface Config {
   /** Sanctions lists in the OFAC SDN CSV format; sandbox adds data/sanctions/sandbox-sdn.csv. */
   sanctionsListFiles: string[];
   logLevel: string;
+  /** SIGNER_MIN_BALANCE_ETH: below it a signing key's balance is reported low (decisions 1 and 7), in ETH. */
+  signerMinBalanceEth: string;
 }
 
 export class ConfigError extends Error {
@@ -135,6 +137,15 @@ function url(env: Env, name: string): string | undefined {
   return raw.replace(/\/+$/, "");
 }
 
+/** One or more http(s) URLs, comma-separated (RPC_URL: endpoints with failover, decisions 7). */
+function urlList(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  const urls = raw.split(",").map((part) => url({ [name]: part }, name));
+  if (urls.some((entry) => entry === undefined)) throw new ConfigError(name, `must be one or more http(s) URLs, comma-separated, got "${raw}"`);
+  return urls.join(",");
+}
+
 function address(env: Env, name: string): `0x${string}` | undefined {
   const raw = text(env, name);
   if (raw === undefined) return undefined;
@@ -147,6 +158,13 @@ function privateKey(env: Env, name: string): `0x${string}` | undefined {
   if (raw === undefined) return undefined;
   if (!/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(name, "must be a 0x-prefixed 32-byte hex private key");
   return raw as `0x${string}`;
+}
+
+/** A non-negative amount of ETH in decimal (at most 18 decimals). */
+function ethAmount(env: Env, name: string, fallback: string): string {
+  const raw = text(env, name) ?? fallback;
+  if (!/^\d{1,9}(\.\d{1,18})?$/.test(raw)) throw new ConfigError(name, `must be an amount of ETH such as 0.05, got "${raw}"`);
+  return raw;
 }
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -185,7 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     dataDir: text(env, "DATA_DIR") ?? ".data",
-    rpcUrl: url(env, "RPC_URL"),
+    rpcUrl: urlList(env, "RPC_URL"),
     chainId: integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER),
     escrowAddress: address(env, "ESCROW_ADDRESS"),
     usdcAddress: address(env, "USDC_ADDRESS"),
@@ -223,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
       ...(sandbox ? ["data/sanctions/sandbox-sdn.csv"] : []),
     ],
     logLevel: oneOf(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    signerMinBalanceEth: ethAmount(env, "SIGNER_MIN_BALANCE_ETH", "0.05"),
   };
 
   if (!sandbox) {

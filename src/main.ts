@@ -1,9 +1,11 @@
 import type http from "node:http";
-import type { Hex } from "viem";
+import { parseEther, type Hex } from "viem";
+import type { Registry } from "prom-client";
 import type { AddressInfo } from "node:net";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
 import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
+import { registerSignerBalanceMetrics, signerBalanceReadiness, watchSignerBalances, type SignerBalanceWatch } from "./chain/signer-balance.ts";
 import type { Config } from "./config.ts";
 import { adminApi } from "./app/admin-api.ts";
 import { partnerApi } from "./app/partner-api.ts";
@@ -126,6 +128,8 @@ interface ChainParts {
   creation: OrderCreationDeps;
   permits: PermitIssuer;
   consumer: EscrowEventConsumer | undefined;
+  /** The service signer's and the arbiter's gas money (decisions 7). */
+  signerBalances: SignerBalanceWatch;
 }
 
 async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, ports: OrderEffectPorts): Promise<ChainParts> {
@@ -165,7 +169,16 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
         refundGraceSeconds: escrowRefundGrace(gateway),
       })
     : undefined;
-  return { gateway, sender, sanctions, view, creation, permits, consumer };
+  const signerBalances = watchSignerBalances({
+    publicClient: gateway.publicClient,
+    signers: [
+      { role: "service", address: gateway.service.address },
+      { role: "arbiter", address: gateway.arbiter.address },
+    ],
+    minimumWei: parseEther(config.signerMinBalanceEth),
+    logger,
+  });
+  return { gateway, sender, sanctions, view, creation, permits, consumer, signerBalances };
 }
 
 /** The queue workers of this process: order timers and chain sends, and with a chain the CEP checks. */
@@ -213,7 +226,7 @@ function surfaces(deps: {
     kyc: { provider: outside.kycProvider, otherSession: (tx, decision) => applyBuyerKycCallback(tx, decision, { pool, ports }), rateLimits },
     orders: chain && { pool, ports, creation: chain.creation, view: chain.view },
   });
-  const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema });
+  const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema, ...(chain ? { signers: chain.signerBalances.check } : {}) });
   // Partner dashboard (issue 16): /dashboard/v1, the page at /dashboard, operators' member and audit routes.
   const dashboard = dashboardModule({
     pool,
@@ -279,7 +292,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   await startWorkers({ options, pool, boss, ports, chain, cepBaseUrl: outside.cepBaseUrl });
   chain?.consumer?.start();
 
-  const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }) });
+  const signerBalances = chain?.signerBalances;
+  const operator = signerBalances && {
+    reports: () => ({ signerBalance: signerBalanceReadiness(signerBalances.current()) }),
+    registerMetrics: (registry: Registry) => registerSignerBalanceMetrics(registry, signerBalances),
+  };
+  const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }), ...(operator ? { operator } : {}) });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");
 
@@ -294,6 +312,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     async stop() {
       if (stopped) return;
       stopped = true;
+      chain?.signerBalances.stop();
       await chain?.consumer?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,3 +1,4 @@
+import type { SignerBalance } from "../chain/signer-balance.ts";
 import type { Pool } from "../db/pool.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { MONTH_PATTERN } from "../domain/periods.ts";
@@ -12,9 +13,31 @@ const monthQuery = {
   properties: { month: { type: "string", pattern: MONTH_PATTERN, description: "YYYY-MM (America/Mexico_City); default the current month" } },
 } as const;
 
-/** `GET /admin/v1/machine`, `/stats`, `/revenue` and `/partners/:id/revenue` (decisions sections 5 and 12). */
-export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool }): void {
-  const { pool } = deps;
+/**
+ * `GET /admin/v1/machine`, `/stats`, `/revenue` and `/partners/:id/revenue` (decisions sections 5 and 12),
+ * and with a chain `/signers` (decisions 7: the balances of the keys that pay for the service's gas).
+ */
+export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool; signers?: () => Promise<SignerBalance[]> }): void {
+  const { pool, signers } = deps;
+
+  if (signers) {
+    admin.add(
+      {
+        method: "get",
+        path: "/signers",
+        tag: "Overview",
+        summary: "The balances of the service signer and the arbiter, read from the chain now, and whether each is low",
+        description:
+          "Low: below SIGNER_MIN_BALANCE_ETH, or below a day of the key's recent spending (`dailySpendEth`, measured by this instance since it started, over at most 24 h). " +
+          "Top the key up before it runs dry: without gas the service cannot confirm payments or refund escrows (docs/operations.md).",
+        responses: { 200: { description: "{ signers: [{ role, address, balanceEth, minimumEth, dailySpendEth, low, reason, checkedAt }] }" } },
+        errors: ["CHAIN_UNAVAILABLE"],
+      },
+      async (ctx) => {
+        ctx.body = { signers: await signers() };
+      },
+    );
+  }
 
   admin.add(
     {

@@ -1,4 +1,5 @@
 import type { PgBoss } from "pg-boss";
+import type { SignerBalance } from "../chain/signer-balance.ts";
 import { adminDeliveryRoutes } from "../admin/delivery-routes.ts";
 import { adminKycRoutes } from "../admin/kyc-routes.ts";
 import { adminOrderRoutes } from "../admin/order-routes.ts";
@@ -26,6 +27,8 @@ export function adminApi(deps: {
   partnerChanged: (partnerId: string) => void;
   view: OrderViewContext | undefined;
   indexerSchema: string | undefined;
+  /** With a chain: reads the signing keys' balances now (GET /admin/v1/signers). */
+  signers?: () => Promise<SignerBalance[]>;
 }): Surface {
   const { pool, view } = deps;
   return {
@@ -33,7 +36,7 @@ export function adminApi(deps: {
       adminPartnerRoutes(admin, { pool, checkWebhookUrl: deps.checkWebhookUrl, partnerChanged: deps.partnerChanged });
       adminKycRoutes(admin, { pool });
       adminDeliveryRoutes(admin, { pool, boss: deps.boss });
-      adminOverviewRoutes(admin, { pool });
+      adminOverviewRoutes(admin, { pool, ...(deps.signers ? { signers: deps.signers } : {}) });
       if (view) adminOrderRoutes(admin, { pool, ports: deps.ports, view, indexerSchema: deps.indexerSchema });
     },
     routers: [consoleRouter()],

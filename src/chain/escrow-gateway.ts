@@ -1,8 +1,10 @@
-import { createPublicClient, createWalletClient, defineChain, http, type Address, type Hex, type PublicClient } from "viem";
+import { createPublicClient, createWalletClient, defineChain, type Address, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, escrowEip712Domain, escrowOrderStatus, lockPermitTypes, orderTermsTypes } from "./escrow-abi.ts";
+import { chainTransport, rpcEndpoints } from "./rpc-transport.ts";
 
 export interface ChainSettings {
+  /** One or more JSON-RPC endpoints, comma-separated (rpc-transport.ts). */
   rpcUrl: string;
   chainId: number;
   escrowAddress: Address;
@@ -52,9 +54,9 @@ export function createEscrowGateway(settings: ChainSettings) {
     id: settings.chainId,
     name: `chain-${settings.chainId}`,
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [settings.rpcUrl] } },
+    rpcUrls: { default: { http: rpcEndpoints(settings.rpcUrl) } },
   });
-  const transport = http(settings.rpcUrl, { retryCount: 2 });
+  const transport = chainTransport(settings.rpcUrl);
   const publicClient: PublicClient = createPublicClient({ chain, transport, pollingInterval: 250 });
   const service: PrivateKeyAccount = privateKeyToAccount(settings.servicePrivateKey);
   const arbiter: PrivateKeyAccount = privateKeyToAccount(settings.arbiterPrivateKey);
@@ -96,15 +98,15 @@ export function createEscrowGateway(settings: ChainSettings) {
      * `confirmations` below the head when that block is later than `depositDeadline` (Unix seconds): the
      * escrow refuses a deposit after it, and no reorganisation within the confirmations can bring one back;
      * the status is read at that very block, so an endpoint lagging behind another cannot hide a deposit.
-     * With no confirmations the pending block's timestamp also counts (the next block's), so a local chain
-     * that mines only when a transaction comes still closes its windows.
+     * With no confirmations (the local chain, whose block clock follows the wall clock and which mines only
+     * when a transaction comes) the wall clock past the deadline also closes it.
      */
     async depositOutcome(orderId: Hex, depositDeadline: bigint, confirmations: number): Promise<EscrowStatus | undefined> {
       const head = await publicClient.getBlock({ blockTag: "latest" });
       const at = head.number - BigInt(confirmations);
       if (at < 0n) return undefined;
       const block = confirmations === 0 ? head : await publicClient.getBlock({ blockNumber: at });
-      const closed = block.timestamp > depositDeadline || (confirmations === 0 && (await publicClient.getBlock({ blockTag: "pending" })).timestamp > depositDeadline);
+      const closed = block.timestamp > depositDeadline || (confirmations === 0 && Date.now() / 1000 > Number(depositDeadline));
       return closed ? escrowStatus(orderId, at) : undefined;
     },
   };

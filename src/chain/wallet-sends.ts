@@ -70,6 +70,8 @@ function isNonceConflict(error: unknown): boolean {
 export interface WalletCall {
   to: Address;
   data: Hex;
+  /** Wei sent with the call (the sandbox faucet). */
+  value?: bigint;
 }
 
 /**

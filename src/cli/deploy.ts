@@ -17,7 +17,8 @@
 // admin 10). On any other chain every variable but USDC_ADDRESS, REFUND_GRACE_SECONDS and
 // DEPLOYMENT_FILE is required, and the deployer, admin, service and arbiter must be four different
 // addresses (decisions 19).
-import { createPublicClient, getAddress, http, isAddress, isHex } from "viem";
+import { createPublicClient, getAddress, isAddress, isHex } from "viem";
+import { chainTransport } from "../chain/rpc-transport.ts";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_REFUND_GRACE_SECONDS, compileContracts, deployContracts } from "../stack/deploy.ts";
@@ -124,7 +125,7 @@ export function deployPlanFromEnv(env: Env, chainId: number): DeployPlan {
 async function main(): Promise<void> {
   const rpcUrl = read(process.env, "RPC_URL");
   if (rpcUrl === undefined) throw new Error("RPC_URL is required");
-  const chainId = await createPublicClient({ transport: http(rpcUrl) }).getChainId();
+  const chainId = await createPublicClient({ transport: chainTransport(rpcUrl) }).getChainId();
   const plan = deployPlanFromEnv(process.env, chainId);
 
   const deploymentFile = read(process.env, "DEPLOYMENT_FILE") ?? ".data/deployment.json";

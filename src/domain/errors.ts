@@ -80,6 +80,14 @@ export const InvitationExpiredError = errorClass("INVITATION_EXPIRED", 410, "The
 export const MemberExistsError = errorClass("MEMBER_EXISTS", 409, "A member with this email already exists");
 export const LastOwnerError = errorClass("LAST_OWNER", 409, "The partner's last OWNER can be neither demoted nor removed");
 
+/** Every RPC endpoint refused or failed, after retries (decisions 7): the request may be repeated shortly. */
+export class ChainUnavailableError extends errorClass("CHAIN_UNAVAILABLE", 503, "The chain cannot be reached right now; retry shortly") {
+  constructor(retryAfterSeconds = 5) {
+    super(`The chain cannot be reached right now; retry after ${retryAfterSeconds} s`);
+    this.headers = { "Retry-After": String(retryAfterSeconds) };
+  }
+}
+
 export const InternalError = errorClass("INTERNAL_ERROR", 500, "An unexpected error occurred");
 
 /** What the request needs is out of reach for now (no database session within the pool's wait): retry after a moment. */

@@ -1,5 +1,6 @@
 import type Router from "@koa/router";
 import Koa from "koa";
+import type { Registry } from "prom-client";
 import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
@@ -57,6 +58,8 @@ export interface AppDependencies {
   rateLimits: RateLimits;
   /** Mounted in this order; each adds its routes to the shared groups before their documents are built. */
   surfaces: Surface[];
+  /** Lines /readyz adds without failing on them, and gauges for /metrics (the signer's balance). */
+  operator?: { reports?: () => Record<string, string>; registerMetrics?: (registry: Registry) => void };
 }
 
 export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: RouteGroups } {
@@ -91,7 +94,8 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
     ctx.body = partnerDocument;
   });
   app.use(open.routes());
-  app.use(operatorRoutes({ pool, registry: metrics.registry }).routes());
+  deps.operator?.registerMetrics?.(metrics.registry);
+  app.use(operatorRoutes({ pool, registry: metrics.registry, ...(deps.operator?.reports ? { reports: deps.operator.reports } : {}) }).routes());
   app.use(docsRoutes(openApiUrl).routes());
   for (const router of deps.surfaces.flatMap((surface) => surface.routers ?? [])) app.use(router.routes()).use(router.allowedMethods());
 

@@ -1,6 +1,7 @@
 import type Koa from "koa";
+import { isChainUnreachable } from "../chain/rpc-transport.ts";
 import { databaseUnavailable } from "../db/pool.ts";
-import { InternalError, NotFoundError, OfframpError, ServiceUnavailableError, ValidationError } from "../domain/errors.ts";
+import { ChainUnavailableError, InternalError, NotFoundError, OfframpError, ServiceUnavailableError, ValidationError } from "../domain/errors.ts";
 import type { AppState } from "./context.ts";
 
 interface HttpLikeError {
@@ -44,6 +45,8 @@ export function errorResponses(): Koa.Middleware<AppState> {
       let error: OfframpError;
       if (caught instanceof OfframpError) error = caught;
       else if (databaseUnavailable(caught)) error = new ServiceUnavailableError("The database is not reachable right now; retry later");
+      // The chain out of reach after every endpoint and retry: a retry later can succeed (503, not 500).
+      else if (isChainUnreachable(caught)) error = new ChainUnavailableError();
       else error = fromHttpError(caught as HttpLikeError) ?? new InternalError();
       if (error.status >= 500) ctx.state.log.error({ err: caught }, "request failed");
       ctx.status = error.status;

@@ -63,7 +63,7 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
         },
       },
       responses: { 201: { description: "Order in PENDING_DEPOSIT", schema: orderCreateSchema } },
-      errors: ["VALIDATION_ERROR", "INVALID_CLABE", "INVALID_QUOTE", "QUOTE_USER_MISMATCH", "NOT_FOUND", "QUOTE_USED", "QUOTE_EXPIRED", "USER_SANCTIONED", "KYC_REQUIRED", "VOLUME_LIMIT_EXCEEDED"],
+      errors: ["VALIDATION_ERROR", "INVALID_CLABE", "INVALID_QUOTE", "QUOTE_USER_MISMATCH", "NOT_FOUND", "QUOTE_USED", "QUOTE_EXPIRED", "USER_SANCTIONED", "KYC_REQUIRED", "VOLUME_LIMIT_EXCEEDED", "CHAIN_UNAVAILABLE"],
     },
     async (ctx, { body }) => {
       const partner = currentPartner(ctx);

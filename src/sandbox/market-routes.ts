@@ -2,7 +2,7 @@ import { encodeFunctionData, formatEther, formatUnits, getAddress, parseEther, p
 import { privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
-import { sendFromWallet, withSignerLock } from "../chain/wallet-sends.ts";
+import { sendFromWallet } from "../chain/wallet-sends.ts";
 import { devAccounts, DEV_ACCOUNT } from "../stack/local-node.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
@@ -29,7 +29,6 @@ import { buyerViewSchema } from "../market/market-schema.ts";
 export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway: EscrowGateway }): void {
   const { pool, gateway } = deps;
   const funderAccount = privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey);
-  const funder = gateway.walletClient(funderAccount);
   const mined = async (hash: Hex) => {
     const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
     if (receipt.status !== "success") throw new InvalidStateError("The transaction reverted on chain");
@@ -76,15 +75,16 @@ export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
           },
         },
       },
-      errors: ["VALIDATION_ERROR"],
+      errors: ["VALIDATION_ERROR", "CHAIN_UNAVAILABLE"],
     },
     async (ctx, { body }) => {
       const address = getAddress(body.address) as Address;
       // Plain decimal text: String(1e-18) is "1e-18", which parseEther refuses (a 500 found by npm run fuzz).
       const eth = parseEther(money(body.eth ?? 1).toFixed());
       const usdc = parseUnits(money(body.usdc ?? 1000).toFixed(), USDC_DECIMALS);
-      // Each send holds the lock only until the node has taken it (its nonce then counts); mining is awaited outside.
-      const ethSent = eth > 0n ? await withSignerLock(pool, funderAccount.address, () => funder.sendTransaction({ to: address, value: eth, chain: gateway.chain })) : null;
+      // Each send holds the lock only until the node has taken it (its nonce then counts); mining is awaited
+      // outside. A send whose answer was lost and is repeated finds its transaction known, not a failure.
+      const ethSent = eth > 0n ? await sendFromWallet({ pool, gateway }, funderAccount, { to: address, data: "0x", value: eth }) : null;
       const mint = encodeFunctionData({ abi: testUsdcAbi, functionName: "mint", args: [address, usdc] });
       const usdcSent = usdc > 0n ? await sendFromWallet({ pool, gateway }, funderAccount, { to: gateway.settings.usdcAddress, data: mint }) : null;
       const ethTxHash = ethSent && (await mined(ethSent));

@@ -79,7 +79,7 @@ export function sandboxOrderRoutes(
       description: `Optional \`sellerWallet\`: the index of the sandbox wallet that deposits (default 0); wallet ${SANCTIONED_SANDBOX_WALLET} is on the sandbox sanctions list.`,
       body: { type: "object", additionalProperties: false, properties: { sellerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
       responses: { 200: { description: "{ txHash, sellerWallet }", schema: txAnswer("sellerWallet") } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "CHAIN_UNAVAILABLE"],
     },
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);
@@ -108,7 +108,7 @@ export function sandboxOrderRoutes(
       summary: "A sandbox buyer wallet locks the order",
       body: { type: "object", additionalProperties: false, properties: { buyerWallet: { type: "integer", minimum: 0, maximum: sandboxAccounts.length - 1 } } },
       responses: { 200: { description: "{ txHash, buyerWallet }", schema: txAnswer("buyerWallet") } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "ORDER_NOT_AVAILABLE", "BUYER_SUSPENDED", "KYC_REQUIRED", "LOCK_LIMIT_REACHED", "CHAIN_UNAVAILABLE"],
     },
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);
@@ -131,7 +131,7 @@ export function sandboxOrderRoutes(
       summary: "The buyer or the seller opens a dispute on chain",
       body: { type: "object", additionalProperties: false, required: ["by"], properties: { by: { enum: ["BUYER", "SELLER"] } } },
       responses: { 200: { description: "{ txHash }", schema: txAnswer() } },
-      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE"],
+      errors: ["VALIDATION_ERROR", "NOT_FOUND", "INVALID_STATE", "CHAIN_UNAVAILABLE"],
     },
     async (ctx, { body, params }) => {
       const row = await getOrderRow(pool, currentPartner(ctx).id, params.id!);

@@ -8,7 +8,6 @@ import {
   createPublicClient,
   createWalletClient,
   getAddress,
-  http,
   isAddress,
   isHex,
   keccak256,
@@ -18,6 +17,7 @@ import {
 import type { Abi, Address, Hash, Hex, PublicClient, Transport } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
+import { chainTransport, rpcEndpoints } from "../chain/rpc-transport.ts";
 import { DEV_ACCOUNT, devAccounts } from "./local-node.ts";
 import { repoRoot } from "../paths.ts";
 
@@ -142,7 +142,7 @@ export async function deployContracts(options: DeployOptions): Promise<Deploymen
       throw new Error(`deployContracts: ${name} is the deployer's address; the deployer must keep no role`);
     }
   }
-  const transport = options.transport ?? http(options.rpcUrl);
+  const transport = options.transport ?? chainTransport(options.rpcUrl);
   const pollingInterval = options.pollingIntervalMs ?? 250;
   const publicClient = createPublicClient({ transport, pollingInterval });
   const chainId = await publicClient.getChainId();
@@ -150,7 +150,7 @@ export async function deployContracts(options: DeployOptions): Promise<Deploymen
     id: chainId,
     name: `chain-${chainId}`,
     nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [options.rpcUrl] } },
+    rpcUrls: { default: { http: rpcEndpoints(options.rpcUrl) } },
   } as const;
   const wallet = createWalletClient({ account, chain, transport, pollingInterval });
   const artifactsDir = options.artifactsDir ?? defaultArtifactsDir;

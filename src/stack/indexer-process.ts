@@ -43,7 +43,8 @@ import { createWriteStream, readFileSync, readdirSync } from "node:fs";
 import type { WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import type { Address } from "viem";
+import { createPublicClient, type Address } from "viem";
+import { chainTransport } from "../chain/rpc-transport.ts";
 import { checkSchema } from "../sync/indexer-tables.ts";
 import { repoRoot } from "../paths.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
@@ -66,19 +67,8 @@ export async function indexerSchemaName(options: {
   startBlock: number;
   prefix?: string;
 }): Promise<string> {
-  const response = await fetch(options.rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "eth_getBlockByNumber",
-      params: [`0x${options.startBlock.toString(16)}`, false],
-    }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const body = (await response.json()) as { result?: { hash?: string } | null };
-  const blockHash = body.result?.hash;
+  const client = createPublicClient({ transport: chainTransport(options.rpcUrl) });
+  const blockHash = (await client.getBlock({ blockNumber: BigInt(options.startBlock) })).hash;
   if (typeof blockHash !== "string") throw new Error(`block ${options.startBlock} not found at ${options.rpcUrl}`);
   const hash = createHash("sha256");
   for (const file of indexerCodeFiles()) hash.update(readFileSync(file));
@@ -133,7 +123,7 @@ export interface IndexerOptions {
   logLevel?: "error" | "warn" | "info" | "debug" | "trace";
   /** Realtime polling interval; default 100 ms (Ponder's minimum) on chain 31337, else 1000 ms (ponder.config.ts). */
   pollingIntervalMs?: number;
-  /** How many times the RPC URL is given to Ponder, each throttled by Ponder on its own; default 16 on chain 31337, else 1 (ponder.config.ts). */
+  /** How many times each RPC endpoint is given to Ponder, each throttled by Ponder on its own; default 4 on chain 31337, else 1 (ponder.config.ts). */
   rpcLanes?: number;
   /** PostgreSQL connections Ponder may open; default 12. */
   poolMax?: number;

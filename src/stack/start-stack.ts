@@ -22,7 +22,8 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { privateKeyToAccount } from "viem/accounts";
-import type { Address, Hex } from "viem";
+import { createPublicClient, type Address, type Hex } from "viem";
+import { chainTransport } from "../chain/rpc-transport.ts";
 import { compileContracts, deployLocal, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
 import { indexerSchemaName, startIndexer } from "./indexer-process.ts";
@@ -135,7 +136,7 @@ async function startLocalSandboxChain(config: Config, logger: Logger, started: S
 
 /** A chain given by RPC_URL: contracts from ESCROW_ADDRESS/USDC_ADDRESS or DATA_DIR/deployment.json. */
 async function configuredChain(config: Config, rpcUrl: string, logger: Logger): Promise<ChainPlan> {
-  const chainId = Number.parseInt(await rpc<string>(rpcUrl, "eth_chainId", []), 16);
+  const chainId = await createPublicClient({ transport: chainTransport(rpcUrl) }).getChainId();
   if (chainId !== config.chainId) throw new ConfigError("CHAIN_ID", `is ${config.chainId} but RPC_URL answers chain id ${chainId}`);
   const deploymentFile = path.join(config.dataDir, "deployment.json");
   const fromFile = await readDeployment(deploymentFile).catch(() => undefined);

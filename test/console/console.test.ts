@@ -113,6 +113,13 @@ describe("overview", () => {
     assert.deepEqual(edges.slice(1), machine.transitions.map((edge) => `${edge.from}>${edge.to}:${edge.event}`));
   });
 
+  test("the overview shows each signing key's gas money, as GET /admin/v1/signers reads it", async () => {
+    await go("#/overview", '#signer-balances [data-signer="arbiter"]');
+    const shown = await page.$$eval("#signer-balances [data-signer]", (nodes) => nodes.map((node) => [node.getAttribute("data-signer"), node.getAttribute("data-low"), node.textContent]));
+    assert.deepEqual(shown.map(([role, low]) => [role, low]), [["service", "false"], ["arbiter", "false"]]);
+    assert.match(String(shown[0]![2]), /ETH OK$/);
+  });
+
   test("each state shows the number of orders in it", async () => {
     await go("#/overview", "#overview-chart [data-state]");
     assert.deepEqual(await chartCounts(), await stats());

@@ -103,6 +103,7 @@ async function overviewView(view) {
   const counts = h("div", { class: "stat-list", id: "state-counts" });
   const deliveries = h("div", { class: "stat-list", id: "delivery-counts" });
   const updated = h("span", { class: "muted", id: "stats-updated" });
+  const signers = h("div", { class: "stat-list", id: "signer-balances" }, h("span", { class: "muted" }, "Reading the chain…"));
   view.append(
     h(
       "div",
@@ -114,7 +115,13 @@ async function overviewView(view) {
         h("p", { class: "muted" }, "Drawn from the order machine's definition; the number in each state is live (refreshed every 5 s). Click a state to list its orders."),
         chart,
       ),
-      h("div", {}, h("section", { class: "card" }, h("h2", {}, "Orders per state"), counts), h("section", { class: "card" }, h("h2", {}, "Webhook deliveries"), deliveries)),
+      h(
+        "div",
+        {},
+        h("section", { class: "card" }, h("h2", {}, "Orders per state"), counts),
+        h("section", { class: "card" }, h("h2", {}, "Webhook deliveries"), deliveries),
+        h("section", { class: "card" }, h("h2", {}, "Gas money"), signers),
+      ),
     ),
   );
   const definition = await machine();
@@ -138,6 +145,32 @@ async function overviewView(view) {
   };
   await draw();
   every(5_000, draw);
+  await drawSigners(signers);
+  every(30_000, () => drawSigners(signers));
+}
+
+/** The keys that pay for the service's transactions (GET /signers): balance, and LOW with the reason. */
+async function drawSigners(list) {
+  let body;
+  try {
+    body = await api("GET", "/signers");
+  } catch (error) {
+    // 404: a service without a chain; 503: the chain cannot be read right now.
+    list.replaceChildren(h("span", { class: "muted" }, error instanceof ApiError && error.status === 404 ? "No chain configured" : "The chain cannot be read right now"));
+    return;
+  }
+  list.replaceChildren(
+    ...body.signers.flatMap((signer) => [
+      h("span", { title: signer.address }, `${signer.role} ${signer.address.slice(0, 10)}…`),
+      h(
+        "strong",
+        { class: "num", "data-signer": signer.role, "data-low": String(signer.low) },
+        `${Number(signer.balanceEth).toLocaleString("en-US", { maximumFractionDigits: 4 })} ETH `,
+        statusTag(signer.low ? "LOW" : "OK"),
+      ),
+      ...(signer.reason ? [h("span", { class: "muted signer-reason" }, signer.reason), h("span")] : []),
+    ]),
+  );
 }
 
 // ---------------------------------------------------------------- orders list

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { parseGwei } from "viem";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
 import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
@@ -127,7 +128,8 @@ interface ChainParts {
 async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, ports: OrderEffectPorts): Promise<ChainParts> {
   const { config, logger, chain: settings } = options;
   const gateway = createEscrowGateway(settings);
-  const sender = createTransactionSender({ pool, gateway, logger });
+  const maxFeePerGas = config.maxFeePerGasGwei === undefined ? undefined : parseGwei(config.maxFeePerGasGwei);
+  const sender = createTransactionSender({ pool, gateway, logger, confirmations: config.chainConfirmations, maxFeePerGas });
   const sanctions = await loadSanctionsList(config.sanctionsListFiles);
   const view = {
     chain: { chainId: settings.chainId, escrowAddress: settings.escrowAddress, tokenAddress: settings.usdcAddress },

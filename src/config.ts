@@ -61,6 +61,8 @@ export interface Config {
   sandboxUsdMxn: string;
   /** Escrow events are applied once this many blocks are indexed on top of theirs (0 on the local chain). */
   chainConfirmations: number;
+  /** MAX_FEE_PER_GAS_GWEI: the highest max fee per gas the service signs, replacements included (decimal gwei); none on the local chain. */
+  maxFeePerGasGwei: string | undefined;
   /** Ponder's schema; set by `npm start` for the indexer it runs, required when the indexer runs elsewhere. */
   indexerSchema: string | undefined;
   /** Sanctions lists in the OFAC SDN CSV format; sandbox adds data/sanctions/sandbox-sdn.csv. */
@@ -122,6 +124,14 @@ function origin(env: Env, name: string): string | undefined {
     throw new ConfigError(name, `must be an origin such as https://offramp.example (no path, query or credentials), got "${raw}"`);
   }
   return parsed.origin;
+}
+
+/** A positive amount of gwei with at most 9 decimals (whole wei). */
+function gwei(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}(\.\d{1,9})?$/.test(raw) || !/[1-9]/.test(raw)) throw new ConfigError(name, `must be a positive number of gwei (at most 9 decimals), got "${raw}"`);
+  return raw;
 }
 
 function url(env: Env, name: string): string | undefined {
@@ -235,6 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
     kycProviderSecret: text(env, "KYC_PROVIDER_SECRET"),
     sandboxUsdMxn,
     chainConfirmations: integer(env, "CHAIN_CONFIRMATIONS", integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER) === LOCAL_CHAIN_ID ? 0 : 10, 0, 1000),
+    maxFeePerGasGwei: gwei(env, "MAX_FEE_PER_GAS_GWEI"),
     indexerSchema: text(env, "INDEXER_SCHEMA"),
     sanctionsListFiles: [
       ...(text(env, "SANCTIONS_LIST_FILE") ?? "data/sanctions/sdn.csv").split(",").map((file) => file.trim()),
@@ -268,6 +279,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (sandbox && config.chainId !== LOCAL_CHAIN_ID) {
     throw new ConfigError("SANDBOX", `must be false on chain ${config.chainId}: the sandbox runs only on the local chain (CHAIN_ID ${LOCAL_CHAIN_ID})`);
+  }
+  if (config.chainId !== LOCAL_CHAIN_ID && config.maxFeePerGasGwei === undefined) {
+    throw new ConfigError("MAX_FEE_PER_GAS_GWEI", `is required on chain ${config.chainId}: the most the service pays per gas when it replaces a stuck transaction`);
   }
   const minimumTokenLength = sandbox ? 16 : MIN_ADMIN_TOKEN_LENGTH;
   if (config.adminToken !== undefined && config.adminToken.length < minimumTokenLength) {

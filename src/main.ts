@@ -2,6 +2,7 @@ import type http from "node:http";
 import { parseEther, type Hex } from "viem";
 import type { Registry } from "prom-client";
 import type { AddressInfo } from "node:net";
+import { parseGwei } from "viem";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
 import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
@@ -135,7 +136,8 @@ interface ChainParts {
 async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, ports: OrderEffectPorts): Promise<ChainParts> {
   const { config, logger, chain: settings } = options;
   const gateway = createEscrowGateway(settings);
-  const sender = createTransactionSender({ pool, gateway, logger });
+  const maxFeePerGas = config.maxFeePerGasGwei === undefined ? undefined : parseGwei(config.maxFeePerGasGwei);
+  const sender = createTransactionSender({ pool, gateway, logger, confirmations: config.chainConfirmations, maxFeePerGas });
   const sanctions = await loadSanctionsList(config.sanctionsListFiles);
   const view = {
     chain: { chainId: settings.chainId, escrowAddress: settings.escrowAddress, tokenAddress: settings.usdcAddress },

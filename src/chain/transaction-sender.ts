@@ -1,4 +1,4 @@
-import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, TransactionReceiptNotFoundError, encodeFunctionData, keccak256, type Address, type Hash, type Hex, type TransactionReceipt } from "viem";
+import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, TransactionReceiptNotFoundError, encodeFunctionData, keccak256, parseTransaction, type Address, type Hash, type Hex, type TransactionReceipt } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
@@ -37,6 +37,8 @@ interface TransactionRow {
   nonce: string | null;
   from_address: Address | null;
   status: "PENDING" | "SENT" | "MINED" | "REVERTED" | "SKIPPED";
+  /** Earlier fees of the stored transaction (same nonce), any of which may still be mined. */
+  replaced_hashes: Hash[];
   escrow_order_id: Hex;
   cep_hash: Hex | null;
 }
@@ -96,15 +98,32 @@ interface SigningRequest {
  * chain shows its nonce consumed by another transaction, so the stored bytes can never be mined. Before
  * signing, the escrow's on-chain status is checked: an order the chain has already moved (refunded by
  * someone else, released, disputed) is SKIPPED, not sent.
+ *
+ * Every transaction is watched until final (decisions section 7): it is settled only once its block has
+ * `confirmations` blocks on top, so one that a reorganisation removed is found missing and its bytes are
+ * sent again; one stuck below the going fee (its max fee under the latest block's base fee) is replaced
+ * under the same nonce with fees at least 10 % higher, up to `maxFeePerGas`, and the hashes it replaced
+ * are kept and looked up too. Whatever is re-sent or replaced is the same call under the same nonce, so
+ * the action still happens once.
  */
-export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGateway; logger: Logger }) {
+export function createTransactionSender(deps: {
+  pool: Pool;
+  gateway: EscrowGateway;
+  logger: Logger;
+  /** Blocks on top of a transaction's before it is settled (CHAIN_CONFIRMATIONS); 0: at its receipt. */
+  confirmations?: number;
+  /** The highest max fee per gas, in wei, the service signs (MAX_FEE_PER_GAS_GWEI); none: no cap. */
+  maxFeePerGas?: bigint | undefined;
+}) {
   const { pool, gateway, logger } = deps;
+  const confirmations = BigInt(deps.confirmations ?? 0);
+  const cap = deps.maxFeePerGas;
   const accounts: Record<"service" | "arbiter", PrivateKeyAccount> = { service: gateway.service, arbiter: gateway.arbiter };
   const client = gateway.publicClient;
 
   const load = async (id: string): Promise<TransactionRow> => {
     const { rows } = await pool.query<TransactionRow>(
-      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, o.escrow_order_id, o.cep_hash
+      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, t.replaced_hashes, o.escrow_order_id, o.cep_hash
          FROM chain_transactions t JOIN orders o ON o.id = t.order_id WHERE t.id = $1`,
       [id],
     );
@@ -112,11 +131,16 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     return rows[0];
   };
 
-  /** Records the outcome of the transaction `hash` (or, for SKIPPED, of a row never signed); false when the row has moved on. */
+  /**
+   * Records the outcome of the transaction `hash` (or, for SKIPPED, of a row never signed); false when the
+   * row has moved on. A replaced fee that was mined after all becomes the row's hash (its bytes are not
+   * kept: nothing sends them again).
+   */
   const finish = async (id: string, hash: Hash | null, status: Exclude<SendOutcome, "SENT">, error?: string): Promise<boolean> => {
     const { rowCount } = await pool.query(
-      `UPDATE chain_transactions SET status = $3, error = $4, updated_at = now()
-        WHERE id = $1 AND status IN ('PENDING', 'SENT') AND tx_hash IS NOT DISTINCT FROM $2`,
+      `UPDATE chain_transactions SET status = $3, error = $4, updated_at = now(),
+              raw_tx = CASE WHEN tx_hash IS NOT DISTINCT FROM $2 THEN raw_tx END, tx_hash = COALESCE($2, tx_hash)
+        WHERE id = $1 AND status IN ('PENDING', 'SENT') AND (tx_hash IS NOT DISTINCT FROM $2 OR $2 = ANY(replaced_hashes))`,
       [id, hash, status, error ?? null],
     );
     return rowCount === 1;
@@ -154,14 +178,22 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
       },
     );
 
-  /** Settles the row from its receipt, or reports it still SENT. */
-  const outcomeOf = async (tx: SignedTransaction, action: EscrowAction): Promise<SendOutcome> => {
-    const receipt = await receiptOf(tx.hash);
-    if (!receipt) return "SENT";
-    const status = receipt.status === "success" ? "MINED" : "REVERTED";
-    await finish(tx.id, tx.hash, status, status === "REVERTED" ? "reverted on chain" : undefined);
-    logger.info({ txId: tx.id, action, txHash: tx.hash, nonce: tx.nonce.toString(), status }, "escrow transaction mined");
-    return status;
+  /**
+   * Settles the row from the receipt of the transaction or of a fee it replaced, once final; SENT while
+   * that receipt has fewer than `confirmations` blocks on top (a reorganisation may still remove it);
+   * undefined when none of them is mined.
+   */
+  const outcomeOf = async (tx: SignedTransaction, action: EscrowAction, replaced: readonly Hash[] = []): Promise<SendOutcome | undefined> => {
+    for (const hash of [tx.hash, ...replaced]) {
+      const receipt = await receiptOf(hash);
+      if (!receipt) continue;
+      if (confirmations > 0n && (await client.getBlockNumber({ cacheTime: 0 })) - receipt.blockNumber < confirmations) return "SENT";
+      const status = receipt.status === "success" ? "MINED" : "REVERTED";
+      await finish(tx.id, hash, status, status === "REVERTED" ? "reverted on chain" : undefined);
+      logger.info({ txId: tx.id, action, txHash: hash, nonce: tx.nonce.toString(), status }, "escrow transaction mined");
+      return status;
+    }
+    return undefined;
   };
 
   /**
@@ -250,7 +282,7 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
       }
       const stored = signed.filter((tx): tx is SignedTransaction => tx !== undefined);
       await db.query(
-        `UPDATE chain_transactions t SET raw_tx = v.raw, tx_hash = v.hash, nonce = v.nonce, from_address = $5, status = 'SENT', updated_at = now()
+        `UPDATE chain_transactions t SET raw_tx = v.raw, tx_hash = v.hash, nonce = v.nonce, from_address = $5, status = 'SENT', replaced_hashes = '{}', updated_at = now()
            FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS v (id, raw, hash, nonce) WHERE t.id = v.id`,
         [stored.map((tx) => tx.id), stored.map((tx) => tx.raw), stored.map((tx) => tx.hash), stored.map((tx) => tx.nonce.toString()), from],
       );
@@ -308,27 +340,70 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
     }
     const fees = await client.estimateFeesPerGas({ chain: gateway.chain });
     const chainPending = await client.getTransactionCount({ address: account.address, blockTag: "pending" });
-    const call = { to, data, gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+    // Above the cap it is signed at the cap, and waits (or is replaced) until the base fee comes down.
+    const maxFeePerGas = cap !== undefined && fees.maxFeePerGas > cap ? cap : fees.maxFeePerGas;
+    const call = { to, data, gas, maxFeePerGas, maxPriorityFeePerGas: min(fees.maxPriorityFeePerGas, maxFeePerGas) };
     const signed = await signAndStore(account, { id: row.id, call, chainPending, replacing });
     if (!signed) return step(row.id);
     await signed.broadcast;
-    return outcomeOf(signed.tx, row.action);
+    return (await outcomeOf(signed.tx, row.action)) ?? "SENT";
   };
 
-  /** A stored transaction not yet settled: mined, pending, lost (rebroadcast), or its nonce taken (sign anew). */
+  /**
+   * A pending transaction whose max fee is under the latest block's base fee cannot be included until the
+   * base fee falls: it is signed again under its nonce with the same call and fees at least 10 % higher
+   * (what nodes require of a replacement), at least the going estimate, at most the cap. At the cap it
+   * stays as it is, reported in the log and on the row, and waits for the base fee to come down.
+   */
+  const replaceIfUnderpriced = async (row: TransactionRow, tx: SignedTransaction): Promise<SendOutcome> => {
+    const sent = parseTransaction(tx.raw);
+    if (sent.type !== "eip1559" || !sent.to || sent.maxFeePerGas === undefined || sent.maxPriorityFeePerGas === undefined || sent.gas === undefined) return "SENT";
+    const { baseFeePerGas } = await client.getBlock({ blockTag: "latest" });
+    if (baseFeePerGas === null || sent.maxFeePerGas >= baseFeePerGas) return "SENT";
+    const going = await client.estimateFeesPerGas({ chain: gateway.chain });
+    let maxFeePerGas = max(raised(sent.maxFeePerGas), going.maxFeePerGas);
+    const maxPriorityFeePerGas = max(raised(sent.maxPriorityFeePerGas), going.maxPriorityFeePerGas);
+    if (cap !== undefined && maxFeePerGas > cap) maxFeePerGas = cap;
+    if (maxFeePerGas < raised(sent.maxFeePerGas) || maxPriorityFeePerGas > maxFeePerGas) {
+      const error = `stuck: max fee ${sent.maxFeePerGas} wei under the base fee ${baseFeePerGas} wei, and MAX_FEE_PER_GAS_GWEI leaves no room for a replacement`;
+      await pool.query("UPDATE chain_transactions SET error = $3, updated_at = now() WHERE id = $1 AND tx_hash = $2 AND status = 'SENT' AND error IS DISTINCT FROM $3", [tx.id, tx.hash, error]);
+      logger.warn({ txId: tx.id, action: row.action, txHash: tx.hash, maxFeePerGas: sent.maxFeePerGas.toString(), baseFeePerGas: baseFeePerGas.toString(), cap: cap?.toString() }, "escrow transaction stuck at the fee cap");
+      return "SENT";
+    }
+    const account = accounts[ACTIONS[row.action].signer];
+    const raw = await account.signTransaction({ to: sent.to, data: sent.data ?? "0x", gas: sent.gas, nonce: Number(tx.nonce), chainId: gateway.chain.id, type: "eip1559", maxFeePerGas, maxPriorityFeePerGas });
+    const replacement: SignedTransaction = { ...tx, raw, hash: keccak256(raw) };
+    const { rowCount } = await pool.query(
+      `UPDATE chain_transactions SET raw_tx = $3, tx_hash = $4, replaced_hashes = array_append(replaced_hashes, tx_hash), error = NULL, updated_at = now()
+        WHERE id = $1 AND tx_hash = $2 AND status = 'SENT'`,
+      [tx.id, tx.hash, raw, replacement.hash],
+    );
+    if (rowCount !== 1) return "SENT"; // another worker moved the row on: the next look starts from it
+    logger.info({ txId: tx.id, action: row.action, replaced: tx.hash, txHash: replacement.hash, nonce: tx.nonce.toString(), maxFeePerGas: maxFeePerGas.toString(), baseFeePerGas: baseFeePerGas.toString() }, "escrow transaction replaced with a higher fee");
+    await broadcastInTurn(replacement);
+    return (await outcomeOf(replacement, row.action, [...row.replaced_hashes, tx.hash])) ?? "SENT";
+  };
+
+  /**
+   * A stored transaction not yet settled: mined (final or still confirming), pending (replaced if stuck
+   * under the base fee), lost (rebroadcast), or its nonce taken by another transaction (sign anew).
+   */
   const settle = async (row: TransactionRow & { raw_tx: Hex; tx_hash: Hash }): Promise<SendOutcome> => {
     const account = accounts[ACTIONS[row.action].signer];
     const tx: SignedTransaction = { id: row.id, raw: row.raw_tx, hash: row.tx_hash, nonce: BigInt(row.nonce ?? 0), from: row.from_address ?? (account.address.toLowerCase() as Address) };
-    const outcome = await outcomeOf(tx, row.action);
-    if (outcome !== "SENT" || (await knownToNode(tx.hash))) return outcome;
+    const outcome = await outcomeOf(tx, row.action, row.replaced_hashes);
+    if (outcome) return outcome;
+    if (await knownToNode(tx.hash)) return replaceIfUnderpriced(row, tx);
     const mined = BigInt(await client.getTransactionCount({ address: tx.from, blockTag: "latest" }));
     if (tx.nonce >= mined) {
-      // Never seen by this node (a crash before the broadcast, or a dropped transaction): the same bytes again.
+      // Not with this node (a crash before the broadcast, a transaction dropped from the mempool, or one
+      // whose block a reorganisation removed): the same bytes again.
       await broadcastInTurn(tx);
-      return outcomeOf(tx, row.action);
+      return (await outcomeOf(tx, row.action, row.replaced_hashes)) ?? "SENT";
     }
     // Read after the nonce count: a receipt that appeared in between is still found.
-    if (await receiptOf(tx.hash)) return outcomeOf(tx, row.action);
+    const late = await outcomeOf(tx, row.action, row.replaced_hashes);
+    if (late) return late;
     logger.warn({ txId: row.id, nonce: row.nonce }, "stored transaction can no longer be mined (nonce consumed); signing anew");
     return sendNew(row, tx.hash);
   };
@@ -345,3 +420,8 @@ export function createTransactionSender(deps: { pool: Pool; gateway: EscrowGatew
 }
 
 export type TransactionSender = ReturnType<typeof createTransactionSender>;
+
+const max = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+const min = (a: bigint, b: bigint): bigint => (a < b ? a : b);
+/** A fee raised by at least 10 %, rounded up: the least a node takes to replace a pending transaction. */
+const raised = (fee: bigint): bigint => fee + (fee + 9n) / 10n;

@@ -42,6 +42,10 @@ export function databaseUnavailable(error: unknown): boolean {
 export function createPool(connectionString: string, max = 10, logger?: { warn(details: object, message: string): void }): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, application_name: "offramp", connectionTimeoutMillis: POOL_WAIT_MS });
   pool.on("error", (error) => logger?.warn({ err: error }, "idle database session lost"));
+  // A session in use (a transaction, a claim, a LISTEN) whose connection is cut (the database killed or
+  // restarted) also emits 'error'; the pool listens only while it is idle, and an unheard 'error' would
+  // take the process down. Its queries fail on their own, and a broken session is dropped at release.
+  pool.on("connect", (client) => client.on("error", (error) => logger?.warn({ err: error }, "database session lost while in use")));
   // Inside a unit of work on this pool, its queries run in the unit's transaction (see inUnitOfWork).
   const direct = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   pool.query = ((...args: unknown[]) => {

@@ -333,3 +333,45 @@ async function isReady(url: string): Promise<boolean> {
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
+
+/**
+ * Keeps an indexer running: Ponder exits on errors a restart may fix (code 75: its database killed or
+ * restarted under it, say), and it is then started again, after a pause that doubles while starts keep
+ * failing (an unclean exit leaves its schema locked for up to 25 s). `stop()` ends the supervision and
+ * stops the process of the moment.
+ */
+export async function superviseIndexer(
+  start: () => Promise<Indexer>,
+  logger: { error(details: object, message: string): void },
+  delays: { firstMs: number; maxMs: number } = { firstMs: 1_000, maxMs: 30_000 },
+): Promise<{ current(): Indexer; stop(): Promise<void> }> {
+  let stopped = false;
+  let current = await start();
+  const watch = (indexer: Indexer): void => {
+    void indexer.exited.then(async ({ code, signal }) => {
+      if (stopped) return;
+      logger.error({ code, signal }, "the Ponder indexer exited; starting it again");
+      for (let wait = delays.firstMs; !stopped; wait = Math.min(wait * 2, delays.maxMs)) {
+        await sleep(wait);
+        if (stopped) return;
+        try {
+          current = await start();
+        } catch (error) {
+          logger.error({ err: error }, "the Ponder indexer did not start again; retrying");
+          continue;
+        }
+        if (stopped) await current.stop();
+        else watch(current);
+        return;
+      }
+    });
+  };
+  watch(current);
+  return {
+    current: () => current,
+    async stop() {
+      stopped = true;
+      await current.stop();
+    },
+  };
+}

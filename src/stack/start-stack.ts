@@ -26,7 +26,7 @@ import { createPublicClient, type Address, type Hex } from "viem";
 import { chainTransport } from "../chain/rpc-transport.ts";
 import { compileContracts, deployLocal, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
-import { indexerSchemaName, startIndexer } from "./indexer-process.ts";
+import { indexerSchemaName, startIndexer, superviseIndexer } from "./indexer-process.ts";
 import { DEV_ACCOUNT, devAccounts, startLocalChain } from "./local-node.ts";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
@@ -408,7 +408,7 @@ async function startDeploymentIndexer(config: Config, logger: Logger, life: Life
   const schema = config.indexerSchema ?? (await indexerSchemaName({ rpcUrl: settings.rpcUrl, chainId: settings.chainId, escrowAddress: settings.escrowAddress, startBlock: deployment.deploymentBlock }));
   if (chain.local) await forgetEarlierLocalChains(databaseUrl, state.localChainSchema, logger);
   const indexerPort = config.port === 0 ? await availablePort(0, config.host) : await availablePort(config.port + 1, config.host);
-  const indexer = await startIndexer({
+  const supervised = await superviseIndexer(() => startIndexer({
     databaseUrl,
     schema,
     rpcUrl: settings.rpcUrl,
@@ -419,12 +419,9 @@ async function startDeploymentIndexer(config: Config, logger: Logger, life: Life
     hostname: config.host,
     logger,
     logLevel: ponderLogLevel(config.logLevel),
-  });
-  life.started.push({ name: "Ponder indexer", stop: () => indexer.stop() });
-  void indexer.exited.then(({ code, signal }) => {
-    if (!life.interrupted()) logger.error({ code, signal }, "the Ponder indexer exited: chain events no longer reach the orders; restart npm start");
-  });
-  return { indexer, schema };
+  }), logger);
+  life.started.push({ name: "Ponder indexer", stop: () => supervised.stop() });
+  return { indexer: supervised.current(), schema };
 }
 
 /** In sandbox: the demo partner and its dashboard owner, and what the next start reuses (DATA_DIR). */

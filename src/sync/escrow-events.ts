@@ -217,17 +217,27 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     return rows.length;
   }
 
-  async function run(): Promise<void> {
+  /**
+   * One session's turn: takes the consumer lock on it, listens for Ponder's notifications and consumes
+   * until stopped, or until the session is lost (the database killed or restarted), which is thrown.
+   */
+  async function consumeOnSession(): Promise<void> {
     const lockClient = await pool.connect();
+    let lost: Error | undefined;
+    const onLost = (error: Error) => {
+      lost = error;
+      onNotification(); // ends the nap at once
+    };
+    lockClient.on("error", onLost);
     try {
-      while (running) {
+      while (running && !lost) {
         const { rows } = await lockClient.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [CONSUMER_LOCK]);
         if (rows[0]!.locked) break;
         await nap(2_000);
       }
       lockClient.on("notification", onNotification);
-      await lockClient.query(`LISTEN "${indexerNotifyChannel(indexerSchema)}"`);
-      while (running) {
+      if (running && !lost) await lockClient.query(`LISTEN "${indexerNotifyChannel(indexerSchema)}"`);
+      while (running && !lost) {
         nudged = false;
         try {
           const consumed = await pollOnce();
@@ -237,11 +247,28 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
         }
         await nap(pollMs);
       }
+      if (lost) throw lost;
     } finally {
       lockClient.removeListener("notification", onNotification);
-      await lockClient.query("UNLISTEN *").catch(() => undefined);
-      await lockClient.query("SELECT pg_advisory_unlock_all()").catch(() => undefined);
-      lockClient.release();
+      lockClient.removeListener("error", onLost);
+      if (!lost) {
+        await lockClient.query("UNLISTEN *").catch(() => undefined);
+        await lockClient.query("SELECT pg_advisory_unlock_all()").catch(() => undefined);
+      }
+      // A lost session is closed (its lock and LISTEN went with it), not returned to the pool.
+      lockClient.release(lost);
+    }
+  }
+
+  /** Consumes until stopped; a lost session (or none to be had) is replaced after a pause. */
+  async function run(): Promise<void> {
+    while (running) {
+      try {
+        await consumeOnSession();
+      } catch (error) {
+        logger.error({ err: error }, "escrow event consumer lost its database session; reconnecting");
+        await nap(1_000);
+      }
     }
   }
 

@@ -223,3 +223,17 @@ test("PUBLIC_URL is kept as its origin (the SIWE domain and URI); unset, the ser
   assert.equal(loadConfig({ PUBLIC_URL: "https://Offramp.Example:8443/" }).publicUrl, "https://offramp.example:8443");
   assert.equal(loadConfig({}).publicUrl, undefined);
 });
+
+// Decisions sections 1 and 7: the fee cap of transaction replacements.
+
+test("MAX_FEE_PER_GAS_GWEI is optional on the local chain and required on any other, naming it", () => {
+  assert.equal(loadConfig({}).maxFeePerGasGwei, undefined);
+  assertConfigError({ ...PRODUCTION, CHAIN_ID: "8453" }, "MAX_FEE_PER_GAS_GWEI");
+  assert.equal(loadConfig({ ...PRODUCTION, CHAIN_ID: "8453", MAX_FEE_PER_GAS_GWEI: "0.5" }).maxFeePerGasGwei, "0.5");
+});
+
+for (const value of ["0", "-1", "abc", "1e3", "0.0000000001"]) {
+  test(`MAX_FEE_PER_GAS_GWEI="${value}" stops with a ConfigError naming it`, () => {
+    assertConfigError({ MAX_FEE_PER_GAS_GWEI: value }, "MAX_FEE_PER_GAS_GWEI");
+  });
+}

@@ -151,3 +151,23 @@ test("a claim committed without an answer (left by the version that committed cl
   assertStatus(await post("/users", { partnerUserRef: "idem-orphan" }, key), 201);
   assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-orphan'"), 1);
 });
+
+test("when the answer cannot be committed, the change is not made and the request answers 500, so the retry runs it", async () => {
+  const key = freshKey();
+  // The answer's write fails (as a lost session would), after the handler has created the user.
+  await service.pool.query(`CREATE FUNCTION test_refuse_answer() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'answer refused'; END $$`);
+  await service.pool.query(`CREATE TRIGGER test_refuse_answer BEFORE UPDATE ON idempotency_keys FOR EACH ROW
+    WHEN (NEW.response_status IS NOT NULL) EXECUTE FUNCTION test_refuse_answer()`);
+  let failed;
+  try {
+    failed = await post("/users", { partnerUserRef: "idem-unkept" }, key);
+  } finally {
+    await service.pool.query("DROP TRIGGER test_refuse_answer ON idempotency_keys");
+    await service.pool.query("DROP FUNCTION test_refuse_answer()");
+  }
+  assert.equal(failed.status, 500);
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-unkept'"), 0, "no user without its answer");
+  assertStatus(await post("/users", { partnerUserRef: "idem-unkept" }, key), 201);
+  assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-unkept'"), 1);
+});

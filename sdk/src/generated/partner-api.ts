@@ -1141,7 +1141,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        orders?: {
+                        orders: {
                             id: string;
                             escrowOrderId: string;
                             /** @enum {unknown} */
@@ -1161,10 +1161,10 @@ export interface operations {
                             /** Format: date-time */
                             expiresAt: string;
                         }[];
-                        total?: number;
-                        limit?: number;
-                        offset?: number;
-                        hasMore?: boolean;
+                        total: number;
+                        limit: number;
+                        offset: number;
+                        hasMore: boolean;
                     };
                 };
             };
@@ -1397,7 +1397,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description SERVICE_UNAVAILABLE */
+            /** @description CHAIN_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1407,7 +1407,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "SERVICE_UNAVAILABLE";
+                        error: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -1829,7 +1829,23 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        orderId: string;
+                        /** @enum {unknown} */
+                        status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "PENDING_RELEASE" | "COMPLETED" | "EXPIRED" | "REFUNDED" | "DISPUTED";
+                        payment: {
+                            trackingKey: string;
+                            /** Format: date */
+                            operationDate: string;
+                            senderBankCode: string;
+                            senderBankName: string;
+                            amountMxn: number;
+                            /** @enum {unknown} */
+                            verification: "PENDING" | "VERIFIED";
+                        };
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2096,7 +2112,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        deliveries?: {
+                        deliveries: {
                             id: string;
                             orderId: string;
                             eventType: string;
@@ -2114,10 +2130,10 @@ export interface operations {
                             /** Format: date-time */
                             createdAt: string;
                         }[];
-                        total?: number;
-                        limit?: number;
-                        offset?: number;
-                        hasMore?: boolean;
+                        total: number;
+                        limit: number;
+                        offset: number;
+                        hasMore: boolean;
                     };
                 };
             };
@@ -2214,7 +2230,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        txHash: string;
+                        sellerWallet: string;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2296,7 +2317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description SERVICE_UNAVAILABLE */
+            /** @description CHAIN_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -2306,7 +2327,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "SERVICE_UNAVAILABLE";
+                        error: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -2335,7 +2356,12 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        txHash: string;
+                        buyerWallet: string;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2417,7 +2443,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description SERVICE_UNAVAILABLE */
+            /** @description CHAIN_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -2427,7 +2453,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "SERVICE_UNAVAILABLE";
+                        error: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -2457,7 +2483,11 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        txHash: string;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2539,7 +2569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description SERVICE_UNAVAILABLE */
+            /** @description CHAIN_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -2549,7 +2579,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "SERVICE_UNAVAILABLE";
+                        error: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };
@@ -2588,7 +2618,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        orderId: string;
+                        /** @enum {unknown} */
+                        status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "PENDING_RELEASE" | "COMPLETED" | "EXPIRED" | "REFUNDED" | "DISPUTED";
+                        payment: {
+                            trackingKey: string;
+                            /** Format: date */
+                            operationDate: string;
+                            senderBankCode: string;
+                            senderBankName: string;
+                            amountMxn: number;
+                            /** @enum {unknown} */
+                            verification: "PENDING" | "VERIFIED";
+                        };
+                        trackingKey: string;
+                        /** Format: date */
+                        operationDate: string;
+                        /** Format: date-time */
+                        paidAt: string;
+                        amountMxn: number;
+                        beneficiaryAccount: string;
+                        senderBankCode: string;
+                        concept: string;
+                        signature: string | null;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR, INVALID_CLABE */
             400: {
@@ -2711,7 +2767,29 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        id?: string;
+                        partnerUserRef?: string;
+                        /** @enum {unknown} */
+                        kycStatus?: "NOT_REQUIRED" | "PENDING" | "APPROVED" | "REJECTED";
+                        /** @enum {unknown} */
+                        kycTier?: "NONE" | "BASIC" | "FULL";
+                        orderCount?: number;
+                        totalVolumeMxn?: number;
+                        /** Format: date-time */
+                        createdAt?: string;
+                        /** Format: date-time */
+                        kycCompletedAt?: string | null;
+                        monthlyVolumeMxn?: number;
+                        /** @enum {unknown} */
+                        amlRiskLevel?: "LOW" | "MEDIUM" | "HIGH" | null;
+                        isPep?: boolean;
+                        isSanctioned?: boolean;
+                        /** Format: date-time */
+                        updatedAt?: string;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2837,7 +2915,14 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        rpcUrl: string;
+                        chainId: number;
+                        escrowAddress: string;
+                        usdcAddress: string;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2932,7 +3017,15 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        address: string;
+                        ethTxHash: string | null;
+                        usdcTxHash: string | null;
+                        ethBalance: string;
+                        usdcBalance: string;
+                    };
+                };
             };
             /** @description VALIDATION_ERROR */
             400: {
@@ -2988,7 +3081,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description SERVICE_UNAVAILABLE */
+            /** @description CHAIN_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -2998,7 +3091,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {unknown} */
-                        error: "SERVICE_UNAVAILABLE";
+                        error: "CHAIN_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                         message: string;
                     };
                 };

@@ -85,6 +85,10 @@ export class InvitationExpiredError extends errorClass("INVITATION_EXPIRED", 410
 export class MemberExistsError extends errorClass("MEMBER_EXISTS", 409) {}
 export class LastOwnerError extends errorClass("LAST_OWNER", 409) {}
 export class InternalError extends errorClass("INTERNAL_ERROR", 500) {}
+/** The database is out of reach for a moment: safe to retry after `Retry-After`. */
+export class ServiceUnavailableError extends errorClass("SERVICE_UNAVAILABLE", 503) {}
+/** The chain is out of reach after every endpoint and retry: safe to retry after `Retry-After`. */
+export class ChainUnavailableError extends errorClass("CHAIN_UNAVAILABLE", 503) {}
 
 /** Every error class by its code. */
 export const ERROR_CLASSES = Object.fromEntries(
@@ -96,6 +100,7 @@ export const ERROR_CLASSES = Object.fromEntries(
     OrderNotCancellableError, OrderNotDisputedError, ResolutionPendingError, InvalidStateError, InvalidSignatureError,
     OrderNotAvailableError, BuyerSuspendedError, LockLimitReachedError,
     InvalidCredentialsError, CsrfFailedError, ForbiddenError, InvitationExpiredError, MemberExistsError, LastOwnerError, InternalError,
+    ServiceUnavailableError, ChainUnavailableError,
   ].map((errorClass) => [errorClass.code, errorClass]),
 ) as Readonly<Record<string, { readonly code: string; readonly status: number; new (init: Omit<ErrorInit, "code" | "status"> & { status?: number }): OfframpApiError }>>;
 

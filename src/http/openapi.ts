@@ -36,11 +36,11 @@ function operation(group: RouteGroup, spec: RouteSpec) {
   }
   const implied = group.security === "apiKey" ? ["MISSING_API_KEY", "INVALID_API_KEY", "PARTNER_INACTIVE", "PARTNER_SUSPENDED", "IP_NOT_ALLOWED", "RATE_LIMITED"] : group.security === "bearer" ? ["UNAUTHORIZED", "RATE_LIMITED"] : [];
   const byStatus = new Map<number, string[]>();
-  // Any route may find the database out of reach for a moment (http/errors.ts).
   // (A bearer group's guard may refuse an address after repeated failures: admin-auth.ts.) Any route may also answer these: its query is validated (unknown fields too), a path parameter may name
-  // nothing, an Idempotency-Key may be malformed or reused (src/http/routes.ts, middleware/idempotency.ts).
-  const framework = ["VALIDATION_ERROR", ...(params.length ? ["NOT_FOUND"] : []), ...(spec.idempotent ? ["IDEMPOTENCY_KEY_REUSED"] : [])];
-  for (const code of new Set([...(spec.errors ?? []), ...framework, ...implied, "SERVICE_UNAVAILABLE"])) {
+  // nothing, an Idempotency-Key may be malformed or reused (src/http/routes.ts, middleware/idempotency.ts);
+  // an unexpected failure is 500 INTERNAL_ERROR and the database out of reach for a moment 503 (http/errors.ts).
+  const framework = ["VALIDATION_ERROR", ...(params.length ? ["NOT_FOUND"] : []), ...(spec.idempotent ? ["IDEMPOTENCY_KEY_REUSED"] : []), "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"];
+  for (const code of new Set([...(spec.errors ?? []), ...framework, ...implied])) {
     const status = STATUS_BY_CODE[code] ?? 500;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { TestService } from "../support/service.ts";
-import { SELLER_CLABE, startOfflineOrderService, waitFor } from "../support/trade-stack.ts";
+import { SELLER_CLABE, startOfflineOrderService } from "../support/trade-stack.ts";
 
 type Json = Record<string, unknown>;
 
@@ -126,12 +126,14 @@ describe("POST /orders/:id/cancel", () => {
 });
 
 describe("deposit timeout", () => {
-  test("an order with no deposit before DEPOSIT_TIMEOUT_SECONDS ends EXPIRED by its pg-boss timer", async () => {
+  // The deposit timer expires an order only once the chain shows its deposit window closed with the
+  // escrow empty (decisions 6); this service has no node, so the timer can never know and must wait.
+  // Expiry itself is tested on a real chain (test/support/trade-paths.ts, test/chain/rpc-faults.test.ts).
+  test("a due deposit timer leaves the order PENDING_DEPOSIT while the chain cannot be read: a deposit may be on its way", async () => {
     const id = await placeOrder(key, "gina", 5);
-    const expired = await waitFor("the deposit timer", async () => {
-      const detail = await service.api<Json & { timeline: Json[] }>("GET", `/orders/${id}`, { key });
-      return detail.body.status === "EXPIRED" ? detail.body : undefined;
-    }, 30_000);
-    assert.deepEqual(expired.timeline.map((entry) => [entry.event, (entry.data as Json).reason]), [["CREATED", undefined], ["EXPIRED", "DEPOSIT_TIMEOUT"]]);
+    await new Promise((resolve) => setTimeout(resolve, 7_000)); // the 2 s timeout, then a recheck 3 s later
+    const detail = await service.api<Json & { timeline: Json[] }>("GET", `/orders/${id}`, { key });
+    assert.equal(detail.body.status, "PENDING_DEPOSIT");
+    assert.deepEqual(detail.body.timeline.map((entry) => entry.event), ["CREATED"]);
   });
 });

@@ -450,6 +450,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -542,6 +555,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -689,6 +715,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -809,6 +848,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -942,6 +994,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -1090,6 +1155,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description RATE_UNAVAILABLE */
             502: {
                 headers: {
@@ -1218,6 +1296,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -1393,6 +1484,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -1574,6 +1678,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -1775,6 +1892,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -1927,6 +2057,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2056,6 +2199,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -2191,6 +2347,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2313,6 +2482,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -2443,6 +2625,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description CHAIN_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2565,6 +2760,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };
@@ -2726,6 +2934,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2871,6 +3092,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description KYC_SESSION_FAILED */
             502: {
                 headers: {
@@ -2978,6 +3212,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
+                        message: string;
+                    };
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3077,6 +3324,19 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         error: "RATE_LIMITED";
+                        message: string;
+                    };
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        error: "INTERNAL_ERROR";
                         message: string;
                     };
                 };

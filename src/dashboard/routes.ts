@@ -49,7 +49,8 @@ export interface DashboardRouteDeps {
   clock: Clock;
 }
 
-const SESSION_ERRORS = ["UNAUTHORIZED", "CSRF_FAILED", "FORBIDDEN"];
+// A session route may also be refused past its member's per-session budget (http/middleware/surface-limits.ts).
+const SESSION_ERRORS = ["UNAUTHORIZED", "CSRF_FAILED", "FORBIDDEN", "RATE_LIMITED"];
 /** A change by a member of a partner not in good standing. */
 const STANDING_ERRORS = ["PARTNER_INACTIVE", "PARTNER_SUSPENDED"];
 const roleSchema = { enum: ROLES } as const;

@@ -268,7 +268,7 @@ export function orderBookRoutes(book: RouteGroup, deps: Pick<MarketRouteDeps, "p
         },
       },
       responses: { 200: { description: "The page of the book", schema: orderBookPageSchema } },
-      errors: ["VALIDATION_ERROR"],
+      errors: ["VALIDATION_ERROR", "RATE_LIMITED"],
     },
     async (ctx, { query }) => {
       ctx.body = await orderBook(deps.pool, deps.indexerSchema, query);

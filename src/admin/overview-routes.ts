@@ -3,7 +3,7 @@ import type { Pool } from "../db/pool.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { MONTH_PATTERN } from "../domain/periods.ts";
 import { machineDescription } from "./machine-definition.ts";
-import { machineSchema, partnerRevenueSchema, revenueReportSchema, statsSchema } from "./overview-schema.ts";
+import { machineSchema, partnerRevenueSchema, revenueReportSchema, signersSchema, statsSchema } from "./overview-schema.ts";
 import { partnerRevenue, revenueReport } from "./revenue.ts";
 import { adminStats } from "./stats.ts";
 
@@ -30,7 +30,7 @@ export function adminOverviewRoutes(admin: RouteGroup, deps: { pool: Pool; signe
         description:
           "Low: below SIGNER_MIN_BALANCE_ETH, or below a day of the key's recent spending (`dailySpendEth`, measured by this instance since it started, over at most 24 h). " +
           "Top the key up before it runs dry: without gas the service cannot confirm payments or refund escrows (docs/operations.md).",
-        responses: { 200: { description: "{ signers: [{ role, address, balanceEth, minimumEth, dailySpendEth, low, reason, checkedAt }] }" } },
+        responses: { 200: { description: "{ signers: [{ role, address, balanceEth, minimumEth, dailySpendEth, low, reason, checkedAt }] }", schema: signersSchema } },
         errors: ["CHAIN_UNAVAILABLE"],
       },
       async (ctx) => {

@@ -81,3 +81,29 @@ export const revenueReportSchema = {
     totals: { type: "object", required: totalsRequired, properties: totals },
   },
 } as const;
+
+/** chain/signer-balance.ts SignerBalance, for `GET /admin/v1/signers`. */
+export const signersSchema = {
+  type: "object",
+  required: ["signers"],
+  properties: {
+    signers: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["role", "address", "balanceEth", "minimumEth", "dailySpendEth", "low", "reason", "checkedAt"],
+        properties: {
+          role: { enum: ["service", "arbiter"] },
+          address: { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" },
+          balanceEth: { type: "string" },
+          minimumEth: { type: "string" },
+          dailySpendEth: { type: "string" },
+          low: { type: "boolean" },
+          reason: { type: ["string", "null"] },
+          checkedAt: isoTimestamp,
+        },
+      },
+    },
+  },
+} as const;

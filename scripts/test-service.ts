@@ -11,8 +11,7 @@ import { spawn } from "node:child_process";
 import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
-import { startEmbeddedPostgres, type EmbeddedDatabase } from "../src/db/embedded-postgres.ts";
+import { connectable, startEmbeddedPostgres, type EmbeddedDatabase } from "../src/db/embedded-postgres.ts";
 import { createLogger } from "../src/logger.ts";
 import { repoRoot } from "../src/paths.ts";
 import { chromiumExecutable } from "../test/support/chromium.ts";
@@ -21,20 +20,6 @@ import { TEST_SERVER_URL } from "../test/support/database.ts";
 const files = process.argv.slice(2);
 const started = Date.now();
 const seconds = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
-
-async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    await client.query("SELECT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
 
 const work = await mkdtemp(path.join(os.tmpdir(), "offramp-test-run-"));
 // Run as root, the embedded server runs as the user postgres, which must be able to enter its folder.
@@ -46,7 +31,7 @@ const cleanUp = async () => {
 };
 
 let databaseUrl = TEST_SERVER_URL;
-if (await answers(TEST_SERVER_URL)) {
+if (await connectable(TEST_SERVER_URL)) {
   console.log(`test:service: PostgreSQL at ${new URL(TEST_SERVER_URL).host}`);
 } else {
   embedded = await startEmbeddedPostgres(path.join(work, "data"), createLogger("warn"));

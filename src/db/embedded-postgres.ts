@@ -242,7 +242,8 @@ async function initialise(nativeDir: string, databaseDir: string, ids: Ids | und
   }
 }
 
-async function connectable(url: string): Promise<boolean> {
+/** Whether a PostgreSQL server answers a query at `url` (within 2 s to connect). */
+export async function connectable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
   client.on("error", () => undefined);
   try {

@@ -268,7 +268,9 @@ test("no path variant of any route reaches a handler or changes data, with any c
     const seen = statuses[path === route.path ? "exact" : "variants"];
     seen[response.status] = (seen[response.status] ?? 0) + 1;
     const label = `${route.method} ${path} (${credentials}): ${response.status} ${response.body.slice(0, 160)}`;
-    assert.ok(response.status < 500, label);
+    // This service has no chain node: a route that reads the chain (GET /admin/v1/signers) answers its
+    // 503 CHAIN_UNAVAILABLE, which is the route's own answer; any other 5xx fails.
+    assert.ok(response.status < 500 || (response.status === 503 && response.body.includes('"CHAIN_UNAVAILABLE"')), label);
     if (response.status === 429) rateLimited.push(label);
     return { answer: answeredBy(response), success: response.status >= 200 && response.status < 300, label };
   };

@@ -7,7 +7,7 @@ import type { Surface } from "../http/app.ts";
 import type { AppState } from "../http/context.ts";
 import { buildOpenApiDocument } from "../http/openapi.ts";
 import type { RateLimits } from "../http/middleware/rate-limit.ts";
-import { limitSessions, MARKET_SESSION_REQUESTS_PER_MINUTE } from "../http/middleware/surface-limits.ts";
+import { limitPerAddress, limitSessions, MARKET_SESSION_REQUESTS_PER_MINUTE } from "../http/middleware/surface-limits.ts";
 import { RouteGroup } from "../http/routes.ts";
 import type { KycProviderClient } from "../integrations/kyc-provider.ts";
 import type { Logger } from "../logger.ts";
@@ -17,7 +17,7 @@ import { buyerSessionGuard, currentBuyer } from "./auth.ts";
 import type { BuyerPolicy } from "./buyers.ts";
 import { marketPageRouter } from "./page.ts";
 import { createPermitIssuer, type PermitIssuer } from "./permits.ts";
-import { bookRateLimit, MARKET_PREFIX, marketRoutes, orderBookRoutes, signInRateLimit, type MarketRouteDeps } from "./routes.ts";
+import { MARKET_AUTH_REQUESTS_PER_MINUTE, MARKET_BOOK_REQUESTS_PER_MINUTE, MARKET_PREFIX, marketRoutes, orderBookRoutes, type MarketRouteDeps } from "./routes.ts";
 
 export function buyerPolicy(config: Config): BuyerPolicy {
   return { maxOpenLocks: config.buyerMaxOpenLocks, maxExpiredLocks: config.buyerMaxExpiredLocks, sandbox: config.sandbox };
@@ -54,8 +54,10 @@ export function marketModule(deps: {
 }): Surface {
   const { config, pool } = deps;
   const policy = buyerPolicy(config);
-  const open = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [signInRateLimit(pool)] });
-  const book = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [bookRateLimit(pool)] });
+  // Sign-in and the public book take no credential: each has its own budget per client address, in the
+  // shared windows with their X-RateLimit-* headers (decisions 19), so browsing never uses up sign-in's.
+  const open = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [limitPerAddress(deps.rateLimits, "market-auth", MARKET_AUTH_REQUESTS_PER_MINUTE)] });
+  const book = new RouteGroup({ prefix: MARKET_PREFIX, security: "none", guards: [limitPerAddress(deps.rateLimits, "market-book", MARKET_BOOK_REQUESTS_PER_MINUTE)] });
   // Each buyer's sessions share one rate-limit window; refused tokens count against their address (decisions 19).
   const sessionGuard = limitSessions(buyerSessionGuard(pool), { rateLimits: deps.rateLimits, surface: "market", limit: MARKET_SESSION_REQUESTS_PER_MINUTE, holderOf: currentBuyer });
   const market = new RouteGroup({ prefix: MARKET_PREFIX, security: "bearer", guards: [sessionGuard] });

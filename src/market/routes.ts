@@ -1,10 +1,7 @@
-import type Koa from "koa";
 import type { Pool } from "../db/pool.ts";
-import { InvalidStateError, RateLimitedError } from "../domain/errors.ts";
-import { rateLimitAddress } from "../domain/ip-allow-list.ts";
+import { InvalidStateError } from "../domain/errors.ts";
 import type { KycLevel } from "../domain/kyc.ts";
-import { bearerToken, type AppState } from "../http/context.ts";
-import { countRequest } from "../http/middleware/rate-limit.ts";
+import { bearerToken } from "../http/context.ts";
 import { checkReturnUrl, kycSessionBodySchema } from "../kyc/routes.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { isoTimestamp, pagination } from "../http/schema.ts";
@@ -40,25 +37,6 @@ export interface MarketRouteDeps {
   ports: OrderEffectPorts;
   kycProvider: Pick<KycProviderClient, "createSession">;
   indexerSchema: string | undefined;
-}
-
-/** A per-address request budget of the market's unauthenticated routes, one bucket per group. */
-function addressRateLimit(db: Pool, bucket: string, perMinute: number): Koa.Middleware<AppState> {
-  return async (ctx, next) => {
-    const window = await countRequest(db, `${bucket}:${rateLimitAddress(ctx.ip)}`, perMinute);
-    if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
-    await next();
-  };
-}
-
-/** The sign-in routes' guard: a per-address request budget (they are the market's only unauthenticated writes). */
-export function signInRateLimit(db: Pool): Koa.Middleware<AppState> {
-  return addressRateLimit(db, "market-auth", MARKET_AUTH_REQUESTS_PER_MINUTE);
-}
-
-/** The public order book's guard: its own per-address budget, so browsing never uses up sign-in's. */
-export function bookRateLimit(db: Pool): Koa.Middleware<AppState> {
-  return addressRateLimit(db, "market-book", MARKET_BOOK_REQUESTS_PER_MINUTE);
 }
 
 /** The buyer as `GET /market/v1/me` shows it. */

@@ -24,6 +24,20 @@ export interface HammerOptions {
   body?: string;
   /** Run autocannon in its own process (its CLI), so it does not share the event loop of the server it loads. */
   inChildProcess?: boolean;
+  /**
+   * Each request from a client address of its own (an `X-Forwarded-For` from the benchmarking range
+   * 198.18.0.0/15, RFC 2544), as a public route is read by many visitors: the service must trust one
+   * proxy (the bench stack's `TRUST_PROXY=1`), so per-address limits see many clients, not one.
+   */
+  manyClients?: boolean;
+}
+
+/** The next address of the benchmarking range 198.18.0.0/15, one per request. */
+let clientCounter = 0;
+function nextClientAddress(): string {
+  clientCounter = (clientCounter + 1) % (2 ** 17 - 2);
+  const n = clientCounter + 1;
+  return `198.${18 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
 }
 
 export interface HammerResult {
@@ -94,10 +108,12 @@ async function once(options: HammerOptions, seconds: number): Promise<autocannon
     const { stdout } = await promisify(execFile)(process.execPath, [...args, options.url], { maxBuffer: 16 * 2 ** 20, timeout: (seconds + 60) * 1000 });
     return JSON.parse(stdout) as autocannon.Result;
   }
+  if (options.manyClients && options.inChildProcess) throw new Error("manyClients needs the in-process autocannon");
   return autocannon({
     url: options.url,
     method: options.method ?? "GET",
     headers: options.headers ?? {},
+    ...(options.manyClients ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, "x-forwarded-for": nextClientAddress() } }) }] } : {}),
     ...(options.body !== undefined ? { body: options.body } : {}),
     connections: options.connections,
     duration: seconds,

@@ -50,16 +50,18 @@ export interface BenchStack {
   close(): Promise<void>;
 }
 
+/** Every bench partner's rate limit, set in the database past the admin API's maximum (see createPartner). */
+export const BENCH_REQUESTS_PER_MINUTE = 100_000_000;
+
 /**
  * Deposit deadlines are 24 h: the local chain's clock runs ahead of the wall clock whenever blocks come
  * faster than one a second (a Hardhat block's timestamp is at least its parent's plus one), and the
  * raw-throughput reference mines hundreds of blocks, which would push the default 30 min deadline of
  * the orders created after it into the chain's past.
  */
-/** Every bench partner's rate limit, set in the database past the admin API's maximum (see createPartner). */
-export const BENCH_REQUESTS_PER_MINUTE = 100_000_000;
-
-const SERVICE_ENV = { DEPOSIT_TIMEOUT_SECONDS: "86400" };
+// TRUST_PROXY=1: the public order book is read by many visitors, each with its own per-address budget;
+// the book's figure sends each request with its own X-Forwarded-For (load.ts `manyClients`).
+const SERVICE_ENV = { DEPOSIT_TIMEOUT_SECONDS: "86400", TRUST_PROXY: "1" };
 
 async function call<T>(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: T }> {
   const response = await fetch(url, {

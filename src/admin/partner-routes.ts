@@ -6,7 +6,7 @@ import { TIERS } from "../domain/tiers.ts";
 import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pageSchema, pagination } from "../http/schema.ts";
-import { partnerViewSchema, partnerWithSecretsSchema } from "../partners/partner-schema.ts";
+import { partnerViewSchema, partnerWithSecretsSchema } from "./partner-schema.ts";
 import {
   createPartner,
   getPartner,

@@ -13,7 +13,7 @@ import { listAudit, operatorAudit } from "../partners/audit.ts";
 import { SESSION_COOKIE } from "./guards.ts";
 import { listMembers, memberView, removeMember, type Role } from "./members.ts";
 import { dashboardRoutes, invite, inviteBody, invitedSchema, membersSchema, type DashboardRouteDeps } from "./routes.ts";
-import { auditPageSchema } from "../partners/partner-schema.ts";
+import { auditPageSchema } from "../admin/partner-schema.ts";
 
 export const DASHBOARD_PREFIX = "/dashboard/v1";
 

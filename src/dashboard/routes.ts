@@ -15,7 +15,7 @@ import type { PgBoss } from "../jobs/boss.ts";
 import type { OrderStatus } from "../orders/machine.ts";
 import type { OrderViewContext } from "../orders/queries.ts";
 import { getPartner, partnerView, rotateApiKey, rotateWebhookSecret, updatePartner, withoutSecrets } from "../partners/partners.ts";
-import { auditPageSchema, partnerViewSchema } from "../partners/partner-schema.ts";
+import { auditPageSchema, partnerViewSchema } from "../admin/partner-schema.ts";
 import { getDeliveryDetail, listPartnerDeliveries, redeliver, type AdminDeliveryRecord } from "../webhooks/deliveries.ts";
 import { postWebhook } from "../webhooks/http-sender.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";

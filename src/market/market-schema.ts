@@ -1,5 +1,6 @@
 import { isoTimestamp, pageSchema } from "../http/schema.ts";
 import { ORDER_STATUSES } from "../orders/machine.ts";
+import { paymentReportSchema, REPORT_TAKEN } from "../payments/report-schema.ts";
 
 // The market's answers (buyers.ts, order-book.ts, trades.ts views), for its document and the admin's.
 
@@ -81,19 +82,7 @@ const tradeListItemSchema = {
 export const tradesPageSchema = pageSchema("trades", tradeListItemSchema);
 
 /** trades.ts latestPaymentReport: the buyer's latest report and what became of it. */
-const paymentReportSchema = {
-  type: "object",
-  required: ["trackingKey", "operationDate", "senderBankCode", "senderBankName", "amountMxn", "verification"],
-  properties: {
-    trackingKey: { type: "string" },
-    operationDate: { type: "string" },
-    senderBankCode: { type: "string" },
-    senderBankName: { type: "string" },
-    amountMxn: { type: "number" },
-    verification: { enum: ["PENDING", "VERIFIED", "REJECTED", "HELD"] },
-    holdReason: { type: "string", description: "Why a HELD payment waits for an operator (a third-party payment)" },
-  },
-} as const;
+const latestReportSchema = paymentReportSchema(["PENDING", "VERIFIED", "REJECTED", "HELD"]);
 
 /** trades.ts tradeDetail. */
 export const tradeDetailSchema = {
@@ -106,7 +95,7 @@ export const tradeDetailSchema = {
       required: ["clabe", "bankName", "bankCode", "amountMxn", "concept"],
       properties: { clabe: { type: "string" }, bankName: { type: "string" }, bankCode: { type: "string" }, amountMxn: { type: "number" }, concept: { type: "string" } },
     },
-    paymentReport: { anyOf: [paymentReportSchema, { type: "null" }] },
+    paymentReport: { anyOf: [latestReportSchema, { type: "null" }] },
     releaseTxHash: { type: ["string", "null"] },
     timeline: {
       type: "array",
@@ -123,5 +112,5 @@ export const tradeDetailSchema = {
 export const tradePaymentAnswerSchema = {
   type: "object",
   required: ["escrowOrderId", "status", "paymentReport"],
-  properties: { escrowOrderId: hex(64), status: { enum: ORDER_STATUSES }, paymentReport: { ...paymentReportSchema, properties: { ...paymentReportSchema.properties, verification: { enum: ["PENDING", "VERIFIED"] } } } },
+  properties: { escrowOrderId: hex(64), status: { enum: ORDER_STATUSES }, paymentReport: paymentReportSchema(REPORT_TAKEN) },
 } as const;

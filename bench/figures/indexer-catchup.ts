@@ -3,6 +3,7 @@
 // block; then a Ponder is started fresh (new schema in the stack's database) from the deployment
 // block, and the time is taken until every event is in escrow_event and its indexer_head has reached
 // the last block. Reference: eth_getLogs for the same address and block range on the same node.
+import { readdirSync, readFileSync } from "node:fs";
 import { startLocalChain } from "../../src/stack/local-node.ts";
 import { deployLocal } from "../../src/stack/deploy.ts";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
@@ -17,6 +18,51 @@ import { meets, sleep, ratio, type FigureContext, type FigureOutcome, type Figur
 const PER_BLOCK = 64;
 /** Empty blocks mined after the events, so every event is below Ponder's finality depth (30 on 31337) and goes through the backfill. */
 const TAIL_BLOCKS = 32;
+
+/** The pid of the Ponder process indexing `schema` (its command line carries `--schema <schema>`), if running. */
+function ponderPid(schema: string): number | undefined {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(`--schema\0${schema}\0`)) return Number(entry);
+    } catch {
+      // the process ended while the list was read
+    }
+  }
+  return undefined;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Ponder's own account of the catch-up, from its Prometheus /metrics: JSON-RPC requests by method,
+ * database time by operation (its ponder_sync inserts and reads, the indexing store's flushes), and
+ * the historical pipeline's steps. Summed over the whole run (ms, counts).
+ */
+async function ponderMetrics(url: string): Promise<{ rpcCalls: Record<string, number>; databaseMs: Record<string, number>; databaseCalls: Record<string, number>; stepsMs: Record<string, number> }> {
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  const rpcCalls: Record<string, number> = {};
+  const databaseMs: Record<string, number> = {};
+  const databaseCalls: Record<string, number> = {};
+  const stepsMs: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    const match = /^(\w+)\{([^}]*)\} ([\d.e+-]+)$/.exec(line);
+    if (!match) continue;
+    const [, name, labels, raw] = match;
+    const label = (key: string) => new RegExp(`${key}="([^"]*)"`).exec(labels!)?.[1];
+    const value = Number(raw);
+    if (name === "ponder_rpc_request_duration_count") rpcCalls[label("method")!] = (rpcCalls[label("method")!] ?? 0) + value;
+    else if (name === "ponder_database_method_duration_sum") databaseMs[label("method")!] = round((databaseMs[label("method")!] ?? 0) + value, 0)!;
+    else if (name === "ponder_database_method_duration_count") databaseCalls[label("method")!] = (databaseCalls[label("method")!] ?? 0) + value;
+    else if (name === "ponder_historical_extract_duration" || name === "ponder_historical_transform_duration") stepsMs[label("step")!] = round(value, 0)!;
+  }
+  const top = (record: Record<string, number>) => Object.fromEntries(Object.entries(record).sort((a, b) => b[1] - a[1]).slice(0, 8));
+  return { rpcCalls, databaseMs: top(databaseMs), databaseCalls: top(databaseCalls), stepsMs };
+}
 
 async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
   const events = quick ? 400 : 4_000;
@@ -79,11 +125,18 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       debug: () => undefined,
       info: (_context, message) => {
         if (message && phases[message] === undefined) phases[message] = round(nowMs() - t0, 0)!;
+        if (message === "Started backfill indexing" && pid === undefined) {
+          pid = ponderPid(schema);
+          if (pid !== undefined) cpuAtBackfill = cpuSeconds(pid);
+        }
       },
       warn: (context, message) => stopping || log(`ponder warn: ${message} ${JSON.stringify(context).slice(0, 200)}`),
       error: (context, message) => stopping || log(`ponder error: ${message} ${JSON.stringify(context).slice(0, 200)}`),
     };
     let stopping = false;
+    let pid: number | undefined;
+    let cpuAtBackfill: number | undefined;
+    let cpuAtDone: number | undefined;
     let done: number | undefined;
     let firstRow: number | undefined;
     let polling = true;
@@ -98,6 +151,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
           if (count > 0 && firstRow === undefined) firstRow = nowMs() - t0;
           if (head && head.latestBlock >= BigInt(lastBlock) && count >= logCount) {
             done = nowMs() - t0;
+            if (pid !== undefined) cpuAtDone = cpuSeconds(pid);
             return;
           }
         } catch {
@@ -119,8 +173,13 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       readyTimeoutMs: catchUpTimeoutMs,
     });
     const ready = nowMs() - t0;
+    let metrics: Awaited<ReturnType<typeof ponderMetrics>> | undefined;
     try {
       await poller;
+      metrics = await ponderMetrics(indexer.url).catch((error: unknown) => {
+        log(`ponder /metrics not read: ${(error as Error).message}`);
+        return undefined;
+      });
     } finally {
       polling = false;
       stopping = true;
@@ -134,6 +193,9 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     const total = done / 1000;
     const eventsPerSecond = round(logCount / (fromBackfill ?? total), 0);
     const reference = round(logCount / getLogsSeconds, 0);
+    const ponderCpu = cpuAtBackfill !== undefined && cpuAtDone !== undefined ? cpuAtDone - cpuAtBackfill : undefined;
+    const perCpuSecond = ponderCpu !== undefined && ponderCpu > 0 ? round(logCount / ponderCpu, 0) : undefined;
+    log(`catch-up: Ponder used ${ponderCpu ?? "?"} CPU s from backfill start (${perCpuSecond ?? "?"} events per Ponder CPU-second); JSON-RPC ${JSON.stringify(metrics?.rpcCalls ?? {})}; database ms ${JSON.stringify(metrics?.databaseMs ?? {})}`);
     log(`catch-up: ${logCount} events, ${round(total, 2)} s from spawn, ${fromBackfill !== undefined ? round(fromBackfill, 2) : "?"} s from backfill start -> ${eventsPerSecond} events/s; eth_getLogs ${reference} events/s`);
     return {
       id: 6,
@@ -148,17 +210,24 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       },
       reference: { label: "eth_getLogs, same range, same node", value: reference, unit: "events/s", detail: { events: logCount, medianMs: round(median(getLogsMs), 1), runs: getLogsMs.map((ms) => round(ms, 1)).join(" / ") } },
       extra: [
+        ...(ponderCpu !== undefined && perCpuSecond !== undefined
+          ? [{ label: "events per CPU-second of the Ponder process, backfill start -> head at last block (what the figure would be if Ponder had a core to itself; PostgreSQL's CPU not counted)", value: perCpuSecond, unit: "events/CPU-s", detail: { cpuSeconds: round(ponderCpu, 2) } }]
+          : []),
         { label: "whole catch-up from process spawn (start-up included)", value: round(logCount / total, 0), unit: "events/s", detail: { seconds: round(total, 2) } },
         ...(backfillStart !== undefined && backfillEnd !== undefined && backfillEnd > backfillStart
           ? [{ label: "backfill alone (Started -> Completed backfill indexing; the last blocks then go through live indexing)", value: round(logCount / ((backfillEnd - backfillStart) / 1000), 0), unit: "events/s", detail: { seconds: round((backfillEnd - backfillStart) / 1000, 2) } }]
           : []),
       ],
       comparison: ratio(eventsPerSecond, reference, "eth_getLogs"),
-      params: { events, perBlock: PER_BLOCK, blocksWithEvents: perBlock.size, fewestEventsInABlock: fewest, tailBlocks: TAIL_BLOCKS, ponderPhasesMs: phases },
+      params: { events, perBlock: PER_BLOCK, blocksWithEvents: perBlock.size, fewestEventsInABlock: fewest, tailBlocks: TAIL_BLOCKS, ponderPhasesMs: phases, ponderRpcCalls: metrics?.rpcCalls ?? null, ponderDatabaseMs: metrics?.databaseMs ?? null, ponderDatabaseCalls: metrics?.databaseCalls ?? null, ponderHistoricalStepsMs: metrics?.stepsMs ?? null },
       notes: [
         `A second Hardhat node with its own escrow deployment; ${events} deposits (one Deposited event each) mined ${PER_BLOCK} per block with automine off (checked: ${perBlock.size} blocks, every one but the last holding ${PER_BLOCK} escrow events), plus the ${deploymentLogs} events of the deployment itself (role grants, token allowance), then ${TAIL_BLOCKS} empty blocks so every event is below the 30-block finality depth Ponder uses on chain 31337 and goes through its backfill (historical) path. The stack's own indexer and service keep running, idle, beside it.`,
         `Ponder phases, ms after spawn: ${Object.entries(phases).map(([message, ms]) => `${message} ${ms}`).join("; ")}.`,
         "The figure is timed from Ponder's \"Started backfill indexing\" log line (start-up, build and schema creation excluded; the whole time from spawn is the extra row) to the moment the bench, polling every 25 ms, sees every row in escrow_event and indexer_head at the last block.",
+        "Ponder's CPU time (user + system, /proc/<pid>/stat) from \"Started backfill indexing\" to done is the load-independent measure of its work: the wall-clock figure also counts waiting for the cores the rest of the machine uses. Its JSON-RPC calls by method, database time by operation (ms, summed over concurrent operations) and historical steps come from Ponder's /metrics, read before it is stopped.",
+        ...(metrics
+          ? [`Ponder's /metrics: JSON-RPC calls ${Object.entries(metrics.rpcCalls).map(([method, n]) => `${method} ${n}`).join(", ")}; database operations (calls, ms summed over concurrent calls) ${Object.entries(metrics.databaseCalls).map(([method, n]) => `${method} ${n} (${metrics!.databaseMs[method] ?? "?"} ms)`).join(", ")}; historical steps ms ${Object.entries(metrics.stepsMs).map(([step, ms]) => `${step} ${ms}`).join(", ")}.`]
+          : []),
         "Reference: a single eth_getLogs over the whole range for the escrow address (median of 3); Ponder fetches in its own ranges and also fetches blocks and writes rows, so it cannot exceed this.",
       ],
     };

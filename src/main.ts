@@ -20,7 +20,7 @@ import { createBanxicoSieClient } from "./integrations/banxico-sie.ts";
 import { createCepPortalClient } from "./integrations/cep-portal.ts";
 import { createFallbackRateClient } from "./integrations/fallback-rate.ts";
 import { createKycProviderClient, type KycProviderClient } from "./integrations/kyc-provider.ts";
-import { startJobs, type PgBoss } from "./jobs/boss.ts";
+import { inTransaction, startJobs, type PgBoss } from "./jobs/boss.ts";
 import { KYC_CALLBACK_PATH } from "./kyc/callback-routes.ts";
 import type { Logger } from "./logger.ts";
 import { applyBuyerKycCallback } from "./market/kyc.ts";
@@ -33,10 +33,10 @@ import { createPaymentVerifier } from "./payments/verification.ts";
 import { createExchangeRates, type ExchangeRates } from "./rates/exchange-rates.ts";
 import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
 import { createSimulators, sandboxSurface, SIMULATOR_PREFIX, type SandboxSimulators } from "./sandbox/surface.ts";
-import { createEscrowEventConsumer, type EscrowEventConsumer } from "./sync/escrow-events.ts";
+import { createEscrowEventConsumer, registerChainReorgMetrics, type EscrowEventConsumer } from "./sync/escrow-events.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { startMaintenance } from "./workers/maintenance.ts";
-import { createOrderQueues } from "./jobs/queues.ts";
+import { CHAIN_SEND_QUEUE, createOrderQueues, type ChainSendJob } from "./jobs/queues.ts";
 import { orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./workers/order-effects.ts";
 import { startPaymentVerificationWorker } from "./workers/payment-verification.ts";
 import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
@@ -133,7 +133,7 @@ interface ChainParts {
   signerBalances: SignerBalanceWatch;
 }
 
-async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, ports: OrderEffectPorts): Promise<ChainParts> {
+async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, boss: PgBoss, ports: OrderEffectPorts): Promise<ChainParts> {
   const { config, logger, chain: settings } = options;
   const gateway = createEscrowGateway(settings);
   const maxFeePerGas = config.maxFeePerGasGwei === undefined ? undefined : parseGwei(config.maxFeePerGasGwei);
@@ -169,6 +169,9 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
         isSanctioned: sanctions.isSanctioned,
         sanctionsEntry: sanctions.entryFor,
         refundGraceSeconds: escrowRefundGrace(gateway),
+        resendTransaction: async (tx, transactionId) => {
+          await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
+        },
       })
     : undefined;
   const signerBalances = watchSignerBalances({
@@ -290,14 +293,17 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   const ports = orderEffectPorts(boss);
   await createOrderQueues(boss);
-  const chain = options.chain ? await chainParts({ ...options, chain: options.chain }, pool, ports) : undefined;
+  const chain = options.chain ? await chainParts({ ...options, chain: options.chain }, pool, boss, ports) : undefined;
   await startWorkers({ options, pool, boss, ports, chain, cepBaseUrl: outside.cepBaseUrl });
   chain?.consumer?.start();
 
   const signerBalances = chain?.signerBalances;
   const operator = signerBalances && {
     reports: () => ({ signerBalance: signerBalanceReadiness(signerBalances.current()) }),
-    registerMetrics: (registry: Registry) => registerSignerBalanceMetrics(registry, signerBalances),
+    registerMetrics: (registry: Registry) => {
+      registerSignerBalanceMetrics(registry, signerBalances);
+      if (chain.consumer) registerChainReorgMetrics(registry, chain.consumer);
+    },
   };
   const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }), ...(operator ? { operator } : {}) });
   server.on("request", app.callback());

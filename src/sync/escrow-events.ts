@@ -1,6 +1,8 @@
-import { eventTable, readIndexerHead } from "./indexer-tables.ts";
+import { Counter, type Registry } from "prom-client";
+import { eventTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
+import { newId } from "../domain/ids.ts";
 import { withTransaction } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { DisputeOutcome, OrderEvent, RefundReason } from "../orders/machine.ts";
@@ -69,6 +71,20 @@ export interface EscrowEventConsumerOptions {
   sanctionsEntry?: (address: string) => string | undefined;
   /** The escrow's REFUND_GRACE_SECONDS (read from the contract), recorded with each lock (decisions 19). */
   refundGraceSeconds?: () => Promise<number>;
+  /**
+   * Queues the sender's step for a stored transaction of ours (in `tx`): a reorganisation deeper than the
+   * confirmations removed it after it was settled, so it is watched and its same bytes sent again.
+   */
+  resendTransaction?: (tx: PoolClient, transactionId: string) => Promise<void>;
+}
+
+/** An applied event no longer in the canonical chain (a reorganisation deeper than the confirmations). */
+interface OrphanedEvent {
+  event_id: string;
+  order_id: string;
+  block_number: string;
+  event_name: string;
+  transaction_hash: string;
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
@@ -90,14 +106,22 @@ export function indexerNotifyChannel(schema: string): string {
  * from a cursor persisted per indexer schema. Each event is applied and the cursor advanced in one
  * transaction, and `applied_chain_events` makes a replayed event change nothing. Reorganisations: an
  * event is applied only when `confirmations` blocks are indexed on top of it; until then Ponder may
- * still delete it (orphaned block) and it is simply never seen. One instance consumes at a time
- * (session advisory lock); the others stand by.
+ * still delete it (orphaned block) and it is simply never seen. A deeper one, which removes an event
+ * already applied, is noticed when the cursor's event is gone from an indexed block: each applied event
+ * gone is reported (error log, the order's CHAIN_EVENT_ORPHANED timeline entry, a metric), a transaction
+ * of ours among them is handed back to the sender to be sent again, and the cursor goes back to Ponder's
+ * finalized block, so the events of the new branch are applied (those already applied change nothing).
+ * The order's state is not rolled back: the order machine moves only forward, and the escrow refuses a
+ * lock, release or refund of a deposit it does not hold, so nothing is paid against a vanished deposit;
+ * the operator decides from the timeline entry. One instance consumes at a time (session advisory lock);
+ * the others stand by.
  */
 export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   const { pool, ports, logger, indexerSchema, confirmations } = options;
   const table = eventTable(indexerSchema);
   const pollMs = options.pollIntervalMs ?? 250;
   const batchSize = options.batchSize ?? 200;
+  let orphanedEvents = 0;
   let running = false;
   let loop: Promise<void> | undefined;
   const stopping = new AbortController();
@@ -129,9 +153,12 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     else nudged = true;
   }
 
-  async function cursor(db: Pick<Pool, "query">): Promise<[string, number]> {
-    const { rows } = await db.query<{ block_number: string; log_index: number }>("SELECT block_number, log_index FROM chain_cursor WHERE name = $1", [indexerSchema]);
-    return rows[0] ? [rows[0].block_number, rows[0].log_index] : ["-1", -1];
+  async function cursor(db: Pick<Pool, "query">): Promise<{ block: string; logIndex: number; blockHash: string | null }> {
+    const { rows } = await db.query<{ block_number: string; log_index: number; block_hash: string | null }>(
+      "SELECT block_number, log_index, block_hash FROM chain_cursor WHERE name = $1",
+      [indexerSchema],
+    );
+    return rows[0] ? { block: rows[0].block_number, logIndex: rows[0].log_index, blockHash: rows[0].block_hash } : { block: "-1", logIndex: -1, blockHash: null };
   }
 
   /**
@@ -163,7 +190,13 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       const orderId = rows[0]?.id;
       if (orderId) {
         // Keyed by block hash too: Ponder's id (chain-block-log) repeats on a new local chain or another branch.
-        const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId: `${row.id}:${row.block_hash}`, tx });
+        const chainEventId = `${row.id}:${row.block_hash}`;
+        const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId, tx });
+        // Where it was, to find it if a reorganisation deeper than the confirmations removes it.
+        await tx.query(
+          "UPDATE applied_chain_events SET indexer_schema = $2, block_number = $3, event_name = $4, transaction_hash = $5 WHERE event_id = $1 AND block_number IS NULL",
+          [chainEventId, indexerSchema, row.block_number, row.event_name, row.transaction_hash],
+        );
         if (result.changed && event.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) {
           // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
           await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);
@@ -177,15 +210,66 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
         logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
       }
     }
+    await moveCursor(tx, row.block_number, row.log_index, row.block_hash);
+  }
+
+  async function moveCursor(tx: PoolClient, block: string, logIndex: number, blockHash: string | null): Promise<void> {
     await tx.query(
-      `INSERT INTO chain_cursor (name, block_number, log_index) VALUES ($1, $2, $3)
-       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, updated_at = now()`,
-      [indexerSchema, row.block_number, row.log_index],
+      `INSERT INTO chain_cursor (name, block_number, log_index, block_hash) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, block_hash = EXCLUDED.block_hash, updated_at = now()`,
+      [indexerSchema, block, logIndex, blockHash],
     );
   }
 
-  /** The next batch of final-enough events, read with the indexer's head in one snapshot. */
-  async function nextBatch(): Promise<EscrowEventRow[]> {
+  /**
+   * The cursor's event is gone from a block Ponder has indexed: a reorganisation removed blocks the
+   * consumer had applied. Reports every applied event gone, hands our own removed transactions back to
+   * the sender, and moves the cursor back to Ponder's finalized block, all in one transaction.
+   */
+  async function recoverFromReorg(head: IndexerHead, cursorBlock: string): Promise<void> {
+    // Never forward: the cursor's own block is gone, so everything from it on is read again.
+    const rewindTo = (head.finalizedBlock < BigInt(cursorBlock) ? head.finalizedBlock : BigInt(cursorBlock) - 1n).toString();
+    const found = await withTransaction(pool, async (tx) => {
+      const { rows } = await tx.query<OrphanedEvent>(
+        `UPDATE applied_chain_events a SET orphaned_at = now()
+          WHERE a.indexer_schema = $1 AND a.orphaned_at IS NULL AND a.block_number > $2
+            AND NOT EXISTS (SELECT 1 FROM ${table} e WHERE e.id || ':' || e.block_hash = a.event_id)
+          RETURNING a.event_id, a.order_id, a.block_number, a.event_name, a.transaction_hash`,
+        [indexerSchema, rewindTo],
+      );
+      for (const orphan of rows) await reportOrphan(tx, orphan);
+      await moveCursor(tx, rewindTo, 2 ** 31 - 1, null);
+      return rows;
+    });
+    orphanedEvents += found.length;
+    logger.error(
+      { cursorBlock, rewindTo, orphaned: found.map((o) => ({ orderId: o.order_id, chainEvent: o.event_name, block: o.block_number, txHash: o.transaction_hash })) },
+      "reorganisation deeper than CHAIN_CONFIRMATIONS: applied escrow events left the canonical chain; events re-read from the finalized block on",
+    );
+  }
+
+  async function reportOrphan(tx: PoolClient, orphan: OrphanedEvent): Promise<void> {
+    // Ours (a release, refund or resolution the sender settled): watched again and its same bytes re-sent.
+    const { rows } = await tx.query<{ id: string }>(
+      `UPDATE chain_transactions SET status = 'SENT', updated_at = now()
+        WHERE status = 'MINED' AND (tx_hash = $1 OR $1 = ANY(replaced_hashes)) RETURNING id`,
+      [orphan.transaction_hash],
+    );
+    const resent = rows[0]?.id;
+    if (resent && options.resendTransaction) await options.resendTransaction(tx, resent);
+    await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
+      newId("evt"),
+      orphan.order_id,
+      "CHAIN_EVENT_ORPHANED",
+      JSON.stringify({ chainEvent: orphan.event_name, txHash: orphan.transaction_hash, block: orphan.block_number, resentByService: resent !== undefined }),
+    ]);
+  }
+
+  /**
+   * The next batch of final-enough events, read with the indexer's head in one snapshot; "reorg" when the
+   * cursor's event is gone from a block the indexer has indexed.
+   */
+  async function nextBatch(): Promise<EscrowEventRow[] | { reorg: IndexerHead; cursorBlock: string }> {
     const client = await pool.connect();
     try {
       // One REPEATABLE READ snapshot: Ponder writes a block's rows and its head marker together and
@@ -194,7 +278,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       const head = await readIndexerHead(client, indexerSchema);
       if (!head) return [];
       const safeBlock = (head.latestBlock - BigInt(confirmations)).toString();
-      const [block, logIndex] = await cursor(client);
+      const { block, logIndex, blockHash } = await cursor(client);
+      if (blockHash !== null && BigInt(block) <= head.latestBlock) {
+        const kept = await client.query(`SELECT 1 FROM ${table} WHERE block_number = $1 AND log_index = $2 AND block_hash = $3`, [block, logIndex, blockHash]);
+        if (kept.rows.length === 0) return { reorg: head, cursorBlock: block };
+      }
       const { rows } = await client.query<EscrowEventRow>(
         `SELECT id, block_number, block_hash, block_timestamp, transaction_hash, log_index, event_name, order_id, args FROM ${table}
           WHERE (block_number, log_index) > ($1::bigint, $2::int) AND block_number <= $3 ORDER BY block_number, log_index LIMIT $4`,
@@ -213,6 +301,10 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   /** Applies the next batch of final-enough events; returns how many were consumed. */
   async function pollOnce(): Promise<number> {
     const rows = await nextBatch();
+    if (!Array.isArray(rows)) {
+      await recoverFromReorg(rows.reorg, rows.cursorBlock);
+      return 1;
+    }
     for (const row of rows) await withTransaction(pool, (tx) => applyRow(tx, row));
     return rows.length;
   }
@@ -274,6 +366,8 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
 
   return {
     pollOnce,
+    /** Applied events found gone from the canonical chain since start. */
+    orphanedEvents: () => orphanedEvents,
     start() {
       if (running) return;
       running = true;
@@ -288,3 +382,16 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
 }
 
 export type EscrowEventConsumer = ReturnType<typeof createEscrowEventConsumer>;
+
+/** offramp_chain_orphaned_events_total: applied escrow events a deep reorganisation removed (alert on any). */
+export function registerChainReorgMetrics(registry: Registry, consumer: Pick<EscrowEventConsumer, "orphanedEvents">): void {
+  new Counter({
+    name: "offramp_chain_orphaned_events_total",
+    help: "Escrow events the service had applied that a reorganisation deeper than CHAIN_CONFIRMATIONS removed",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(consumer.orphanedEvents());
+    },
+  });
+}

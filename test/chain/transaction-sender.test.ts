@@ -5,7 +5,6 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { keccak256, type Hash, type Hex } from "viem";
 import { createEscrowGateway, type EscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { createTransactionSender, recordTransactionRequest, type TransactionSender } from "../../src/chain/transaction-sender.ts";
@@ -47,18 +46,23 @@ async function request(orderId: string): Promise<string> {
   return (await recordTransactionRequest(stack.service.pool, { orderId, action: "cancel", requestKey: `${orderId}:cancel` }))!;
 }
 
+/** Steps the request until it settles (on an interval-mined chain, until its block comes). */
 async function settle(id: string): Promise<string> {
-  for (;;) {
+  return waitFor(`transaction ${id} settled`, async () => {
     const outcome = await sender.process(id);
-    if (outcome !== "SENT") return outcome;
-    await sleep(100);
-  }
+    return outcome === "SENT" ? undefined : outcome;
+  });
 }
 
-/** A transaction from the service's key that is none of the service's actions (another tool using the key). */
+/**
+ * A transaction from the service's key that is none of the service's actions (another tool using the
+ * key), mined before this returns (at once on an automining chain, in the next block on an interval one).
+ */
 async function strangerSend(nonce?: number): Promise<Hash> {
   const wallet = gateway.walletClient(gateway.service);
-  return wallet.sendTransaction({ to: gateway.service.address, value: 0n, ...(nonce !== undefined ? { nonce } : {}) });
+  const hash = await wallet.sendTransaction({ to: gateway.service.address, value: 0n, ...(nonce !== undefined ? { nonce } : {}) });
+  await gateway.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 200 });
+  return hash;
 }
 
 /**
@@ -77,7 +81,11 @@ async function storedNotBroadcast(id: string, escrowOrderId: Hex, nonce: number)
 }
 
 before(async () => {
-  stack = await startTradeStack();
+  // Automine, whatever TRADE_CHAIN says: these cases are built on a node that mines each transaction at
+  // once and refuses a nonce gap (a stored transaction is broadcast because the next one is refused). On
+  // an interval chain the node queues the later nonce instead and the earlier one is broadcast by its own
+  // job; the sender on such a chain is tested in transaction-watch.test.ts and interval-chain.test.ts.
+  stack = await startTradeStack({}, {}, { mining: "auto" });
   gateway = createEscrowGateway(stack.chainSettings);
   sender = createTransactionSender({ pool: stack.service.pool, gateway, logger: createLogger("silent") });
   active = await activeOrders(50 + 40 + 6);

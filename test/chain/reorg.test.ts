@@ -1,0 +1,243 @@
+// Reorganisations on the real local chain, service and Ponder (decisions 6, 7; issue 22). Hardhat's node
+// reorganises with evm_snapshot / evm_revert and then mining a longer branch; the removed blocks'
+// transactions are gone from it, so whoever sent them sends them again (the seller, the buyer; the
+// service's own sender by itself). Automine with CHAIN_CONFIRMATIONS=2, every block mined by the test,
+// so the depth of each reorganisation is exact. Ponder's finality on chain 31337 is 30 blocks (its default
+// for chains it does not know), far deeper than any of these, so it rewinds them all.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createPublicClient, http, keccak256, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
+import { nodeRpc, placeOrder, startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+
+const CONFIRMATIONS = 2;
+let stack: TradeStack;
+before(async () => {
+  stack = await startTradeStack({ CHAIN_CONFIRMATIONS: String(CONFIRMATIONS) }, {}, { mining: "auto" });
+});
+after(() => stack?.close());
+
+const rpc = (method: string, params: unknown[] = []) => nodeRpc(stack.chain.rpcUrl, method, params);
+/**
+ * One evm_mine per block: hardhat_mine of several blocks reserves the middle ones lazily and the last
+ * then names a zero parent hash, which Ponder cannot follow (it stops at "Block at hash 0x00…0").
+ */
+async function mine(blocks: number): Promise<void> {
+  for (let i = 0; i < blocks; i++) await rpc("evm_mine");
+}
+
+/** Back to `snapshot`, then a branch `blocks` long without what was mined since: a reorganisation. */
+async function reorganise(snapshot: unknown, blocks: number): Promise<void> {
+  assert.equal(await rpc("evm_revert", [snapshot]), true);
+  await mine(blocks);
+}
+
+/**
+ * The signed bytes of every transaction mined after `block`, in chain order: what their senders broadcast
+ * again after a reorganisation removed them.
+ */
+async function transactionsSince(block: bigint): Promise<Hex[]> {
+  const client = createPublicClient({ transport: http(stack.chain.rpcUrl) });
+  const raws: Hex[] = [];
+  for (let number = block + 1n; number <= (await client.getBlockNumber({ cacheTime: 0 })); number++) {
+    for (const tx of (await client.getBlock({ blockNumber: number, includeTransactions: true })).transactions) {
+      const raw = serializeTransaction({ ...tx, data: tx.input } as TransactionSerializable, { r: tx.r, s: tx.s, yParity: tx.yParity! });
+      assert.equal(keccak256(raw), tx.hash, "the same signed bytes");
+      raws.push(raw);
+    }
+  }
+  return raws;
+}
+
+const blockNumber = async () => BigInt(String(await rpc("eth_blockNumber")));
+
+/** Waits until Ponder holds the order's `eventName` from another block than `blockHash` (mined again). */
+async function minedAgain(escrowOrderId: string, eventName: string, blockHash: string): Promise<{ transaction_hash: string; block_hash: string }> {
+  return waitFor(`${eventName} of ${escrowOrderId} mined again`, async () => {
+    const rows = await indexedEvents(escrowOrderId, eventName);
+    return rows.length === 1 && rows[0]!.block_hash !== blockHash ? rows[0] : undefined;
+  });
+}
+
+async function sandbox(orderId: string, action: string): Promise<void> {
+  const response = await stack.service.api("POST", `/sandbox/orders/${orderId}/${action}`, { key: stack.partner.apiKey });
+  assert.equal(response.status, 200, `${action}: ${JSON.stringify(response.body)}`);
+}
+
+/** The order's escrow events as Ponder holds them now (the canonical chain). */
+async function indexedEvents(escrowOrderId: string, eventName: string): Promise<{ transaction_hash: string; block_hash: string }[]> {
+  const { rows } = await stack.service.pool.query<{ transaction_hash: string; block_hash: string }>(
+    `SELECT transaction_hash, block_hash FROM "${stack.indexerSchema}".escrow_event WHERE event_name = $1 AND order_id = $2`,
+    [eventName, escrowOrderId],
+  );
+  return rows;
+}
+
+const indexed = (escrowOrderId: string, eventName: string, count: number) =>
+  waitFor(`${count} ${eventName} of ${escrowOrderId} indexed`, async () => ((await indexedEvents(escrowOrderId, eventName)).length === count ? true : undefined));
+
+async function timeline(orderId: string): Promise<{ event: string; data: Record<string, unknown> }[]> {
+  const { rows } = await stack.service.pool.query<{ event: string; data: Record<string, unknown> }>("SELECT event, data FROM order_timeline WHERE order_id = $1 ORDER BY seq", [orderId]);
+  return rows;
+}
+
+/** Webhooks for the order: numbered 1..n in order, and no kind of event twice. */
+async function assertWebhooksOnce(orderId: string): Promise<string[]> {
+  const { rows } = await stack.service.pool.query<{ sequence: number; event_type: string }>("SELECT sequence, event_type FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
+  assert.deepEqual(rows.map((row) => row.sequence), rows.map((_, index) => index + 1));
+  const types = rows.map((row) => row.event_type);
+  assert.equal(new Set(types).size, types.length, `a webhook repeated: ${types.join(", ")}`);
+  return types;
+}
+
+async function releaseTransactions(orderId: string): Promise<{ tx_hash: string; status: string }[]> {
+  const { rows } = await stack.service.pool.query<{ tx_hash: string; status: string }>("SELECT tx_hash, status FROM chain_transactions WHERE order_id = $1 AND action = 'confirmPayment'", [orderId]);
+  return rows;
+}
+
+/** A deposited, confirmed, ACTIVE order. */
+async function activeOrder() {
+  const order = await placeOrder(stack);
+  await sandbox(order.id, "deposit");
+  await indexed(order.escrowOrderId, "Deposited", 1);
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "ACTIVE");
+  return order;
+}
+
+/** An ACTIVE order locked by the sandbox buyer, confirmed: LOCKED. */
+async function lockedOrder() {
+  const order = await activeOrder();
+  await sandbox(order.id, "lock");
+  await indexed(order.escrowOrderId, "Locked", 1);
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "LOCKED");
+  return order;
+}
+
+async function orphanedMetric(): Promise<number> {
+  const text = await (await fetch(`${stack.service.baseUrl}/metrics`)).text();
+  const match = /^offramp_chain_orphaned_events_total (\d+)/m.exec(text);
+  assert.ok(match, "the metric is exported");
+  return Number(match[1]);
+}
+
+test("an escrow event is held until it has enough confirmations", async () => {
+  const order = await placeOrder(stack);
+  await sandbox(order.id, "deposit");
+  await indexed(order.escrowOrderId, "Deposited", 1);
+  await sleep(1500);
+  assert.equal((await timeline(order.id)).length, 1, "one block on top is not enough");
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "ACTIVE");
+});
+
+test("within the confirmations: a deposit in a removed block is never applied; made again, it lists the order once", async () => {
+  const order = await placeOrder(stack);
+  const snapshot = await rpc("evm_snapshot");
+  await sandbox(order.id, "deposit");
+  await indexed(order.escrowOrderId, "Deposited", 1);
+
+  await reorganise(snapshot, 6);
+  await indexed(order.escrowOrderId, "Deposited", 0);
+  await sleep(1500);
+  assert.deepEqual((await timeline(order.id)).map((entry) => entry.event), ["CREATED"]);
+
+  await sandbox(order.id, "deposit");
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "ACTIVE");
+  assert.deepEqual((await timeline(order.id)).map((entry) => entry.event), ["CREATED", "DEPOSIT_CONFIRMED"]);
+  await assertWebhooksOnce(order.id);
+});
+
+test("within the confirmations: a lock in a removed block is never applied; made again, it locks the order once", async () => {
+  const order = await activeOrder();
+  const snapshot = await rpc("evm_snapshot");
+  await sandbox(order.id, "lock");
+  await indexed(order.escrowOrderId, "Locked", 1);
+
+  await reorganise(snapshot, 6);
+  await indexed(order.escrowOrderId, "Locked", 0);
+  await sleep(1500);
+  assert.equal((await waitForStatus(stack, order.id, "ACTIVE")).status, "ACTIVE");
+
+  await sandbox(order.id, "lock");
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "LOCKED");
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "LOCKED").length, 1);
+  await assertWebhooksOnce(order.id);
+});
+
+test("within the confirmations: the service's release in a removed block is sent again with the same bytes and completes the order once", async () => {
+  const order = await lockedOrder();
+  const snapshot = await rpc("evm_snapshot");
+  await sandbox(order.id, "pay");
+  await indexed(order.escrowOrderId, "Released", 1);
+  const [first] = await indexedEvents(order.escrowOrderId, "Released");
+  const [sent] = await releaseTransactions(order.id);
+  assert.equal(sent?.tx_hash, first!.transaction_hash);
+
+  await reorganise(snapshot, 3);
+  // The sender finds its transaction gone and broadcasts it again (automine mines it at once).
+  const again = await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
+  assert.equal(again.transaction_hash, sent.tx_hash, "the same signed transaction");
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "COMPLETED");
+  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  assert.equal((await releaseTransactions(order.id)).length, 1);
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});
+
+test("beyond the confirmations: an applied deposit that vanished is reported (timeline, metric) and, made again, changes nothing twice", async () => {
+  const before = await orphanedMetric();
+  const snapshot = await rpc("evm_snapshot");
+  const forkBlock = await blockNumber();
+  const order = await activeOrder();
+  const removed = await transactionsSince(forkBlock);
+
+  // Deeper than CHAIN_CONFIRMATIONS: the deposit's block and the two on top of it are replaced.
+  await reorganise(snapshot, 8);
+  await indexed(order.escrowOrderId, "Deposited", 0);
+  const orphaned = await waitFor("the vanished deposit reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED"));
+  assert.equal(orphaned.data.chainEvent, "Deposited");
+  assert.equal(orphaned.data.resentByService, false);
+  assert.equal(await orphanedMetric(), before + 1);
+
+  // The seller broadcasts the same transactions again: the order, already ACTIVE, is not listed twice.
+  for (const raw of removed) await rpc("eth_sendRawTransaction", [raw]);
+  await indexed(order.escrowOrderId, "Deposited", 1);
+  await mine(CONFIRMATIONS + 1);
+  await sleep(1500);
+  const events = (await timeline(order.id)).map((entry) => entry.event);
+  assert.deepEqual(events, ["CREATED", "DEPOSIT_CONFIRMED", "CHAIN_EVENT_ORPHANED"]);
+  assert.equal((await waitForStatus(stack, order.id, "ACTIVE")).status, "ACTIVE");
+  await assertWebhooksOnce(order.id);
+});
+
+test("beyond the confirmations: the service's settled release that vanished is sent again with the same bytes and mined once", async () => {
+  const order = await lockedOrder();
+  const snapshot = await rpc("evm_snapshot");
+  await sandbox(order.id, "pay");
+  await indexed(order.escrowOrderId, "Released", 1);
+  const [first] = await indexedEvents(order.escrowOrderId, "Released");
+  await mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, "COMPLETED");
+  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  const [settled] = await releaseTransactions(order.id);
+
+  await reorganise(snapshot, 6);
+  const orphaned = await waitFor("the vanished release reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED"));
+  assert.equal(orphaned.data.chainEvent, "Released");
+  assert.equal(orphaned.data.resentByService, true);
+  // The sender broadcasts the stored bytes again; automine mines them.
+  await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
+  await mine(CONFIRMATIONS);
+  await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  const rows = await releaseTransactions(order.id);
+  assert.deepEqual(rows, [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
+  assert.deepEqual((await indexedEvents(order.escrowOrderId, "Released")).map((row) => row.transaction_hash), [settled!.tx_hash]);
+  await sleep(1500);
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});

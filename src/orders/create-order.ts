@@ -124,7 +124,6 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
       sanctionedWallet: history[0]!.wallets.some((wallet) => deps.sanctions.isSanctioned(wallet)),
     });
 
-
     const orderId = newId("ord");
     const escrowOrderId = `0x${randomBytes(32).toString("hex")}` as Hex;
     const amountRaw = usdcToRaw(quote.amountUsdc);

@@ -7,7 +7,6 @@ import { assessAml } from "../domain/aml.ts";
 import { parseClabe } from "../domain/clabe.ts";
 import {
   InvalidQuoteError,
-  NotFoundError,
   QuoteExpiredError,
   QuoteUsedError,
   QuoteUserMismatchError,
@@ -55,31 +54,39 @@ export async function partnerVolumeSince(db: Pick<Pool, "query">, partnerId: str
   return rows[0]!.total;
 }
 
+/** `partnerVolumeSince` the current Mexico City day and month, in one statement. */
+async function partnerDayAndMonthVolumes(db: Pick<Pool, "query">, partnerId: string, now: Date): Promise<{ day: string; month: string }> {
+  const day = mexicoPeriodStart("day", now);
+  const month = mexicoPeriodStart("month", now);
+  const { rows } = await db.query<{ day: string; month: string }>(
+    `SELECT coalesce(sum(total_mxn) FILTER (WHERE created_at >= $2), 0) AS day, coalesce(sum(total_mxn), 0) AS month
+       FROM orders WHERE partner_id = $1 AND created_at >= $3 AND status <> 'EXPIRED'`,
+    [partnerId, day, month],
+  );
+  return rows[0]!;
+}
+
 /**
- * POST /orders, checks in the order of decisions section 6. The partner row is locked first, so the
- * volume limits hold under concurrency, then the quote row, so a quote is consumed by exactly one order.
- * Returns the new order's id; the actor, its CREATED entry, `order.created` and the deposit timer are
- * written in the same transaction.
+ * POST /orders, checks in the order of decisions section 6. The quote row is locked, so a quote is
+ * consumed by exactly one order, then the user's. A partner with a daily or monthly volume limit has its
+ * row locked last, just before its volume is summed and the order inserted, so the limits hold under
+ * concurrency while its orders are serialised only for the end of their transactions; a partner without
+ * one takes no lock. Returns the new order's id; the actor, its CREATED entry, `order.created` and the
+ * deposit timer are written in the same transaction.
  */
 export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<string> {
   const clabe = parseClabe(request.sellerClabe);
   return withTransaction(deps.pool, async (tx) => {
-    // NO KEY UPDATE: exclusive among creators, yet it lets the foreign key checks of the partner's
-    // order counts (key-share locks, taken by every state change of its orders) through; FOR UPDATE
-    // blocked them and deadlocked a creation waiting for a count row that such a change held.
-    await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partner.id]);
     const quote = await findQuote(tx, partner.id, request.quoteId, true);
     if (!quote) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
     const { rows: userRows } = await tx.query<{ id: string; partner_user_ref: string; kyc_status: string; kyc_tier: "NONE" | "BASIC" | "FULL"; is_pep: boolean; is_sanctioned: boolean; created_at: Date }>(
       "SELECT id, partner_user_ref, kyc_status, kyc_tier, is_pep, is_sanctioned, created_at FROM users WHERE partner_id = $1 AND partner_user_ref = $2 FOR UPDATE",
       [partner.id, request.partnerUserRef],
     );
-    const quoteUser = await tx.query<{ partner_user_ref: string }>("SELECT partner_user_ref FROM users WHERE id = $1", [quote.userId]);
-    if (quoteUser.rows[0]?.partner_user_ref !== request.partnerUserRef) {
-      throw new QuoteUserMismatchError(`The quote belongs to another user than "${request.partnerUserRef}"`);
-    }
     const user = userRows[0];
-    if (!user) throw new NotFoundError(`No user with partnerUserRef "${request.partnerUserRef}"`);
+    // The quote names its user by id, one of this partner's: a ref this partner has no user for is
+    // another user's too, so NOT_FOUND (after QUOTE_USER_MISMATCH in decisions 6) cannot be reached here.
+    if (!user || user.id !== quote.userId) throw new QuoteUserMismatchError(`The quote belongs to another user than "${request.partnerUserRef}"`);
     if (quote.usedAt !== null) throw new QuoteUsedError();
     if (quote.expiresAt.getTime() <= Date.now()) throw new QuoteExpiredError();
     if (user.is_sanctioned) throw new UserSanctionedError();
@@ -90,13 +97,6 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
 
     const limits = effectiveLimits(partner);
     const total = money(quote.netAmountMxn);
-    for (const [period, limit] of [["day", limits.dailyVolumeMxn], ["month", limits.monthlyVolumeMxn]] as const) {
-      if (limit === null) continue;
-      const used = money(await partnerVolumeSince(tx, partner.id, mexicoPeriodStart(period, now)));
-      if (used.plus(total).gt(limit)) {
-        throw new VolumeLimitExceededError(`The partner's ${period === "day" ? "daily" : "monthly"} volume limit of ${limit} MXN would be exceeded`);
-      }
-    }
 
     let feeRecipientAddress: Address = zeroAddress;
     let treasuryShareBps = 0;
@@ -109,22 +109,20 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
       treasuryShareBps = money(limits.revenueSharePercent).times(100).toNumber();
     }
 
-    const { rows: walletRows } = await tx.query<{ wallet: string }>(
-      `SELECT DISTINCT w AS wallet FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL`,
+    const { rows: history } = await tx.query<{ wallets: string[]; last_24h: string }>(
+      `SELECT coalesce((SELECT array_agg(DISTINCT w) FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL), '{}') AS wallets,
+              (SELECT count(*) FROM orders WHERE user_id = $1 AND created_at > now() - interval '24 hours') AS last_24h`,
       [user.id],
     );
-    const { rows: velocity } = await tx.query<{ n: string }>("SELECT count(*) AS n FROM orders WHERE user_id = $1 AND created_at > now() - interval '24 hours'", [user.id]);
     const aml = assessAml({
       totalMxn: quote.netAmountMxn,
-      ordersLast24h: Number(velocity[0]!.n),
+      ordersLast24h: Number(history[0]!.last_24h),
       monthlyVolumeWithOrderMxn: money(volumes.monthlyVolumeMxn).plus(total).toFixed(2),
       kycTier: user.kyc_tier,
       accountAgeMs: now.getTime() - user.created_at.getTime(),
       isPep: user.is_pep,
-      sanctionedWallet: walletRows.some((row) => deps.sanctions.isSanctioned(row.wallet)),
+      sanctionedWallet: history[0]!.wallets.some((wallet) => deps.sanctions.isSanctioned(wallet)),
     });
-
-    if (!(await consumeQuote(tx, quote.id))) throw new QuoteUsedError();
 
     const orderId = newId("ord");
     const escrowOrderId = `0x${randomBytes(32).toString("hex")}` as Hex;
@@ -143,6 +141,21 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
       lockWindowSeconds: deps.timing.lockWindowSeconds,
     });
     const signature = await deps.chain.signTerms(terms);
+
+    if (limits.dailyVolumeMxn !== null || limits.monthlyVolumeMxn !== null) {
+      // NO KEY UPDATE: exclusive among creators, yet it lets the foreign key checks of the partner's
+      // order counts (key-share locks, taken by every state change of its orders) through; FOR UPDATE
+      // blocked them and deadlocked a creation waiting for a count row that such a change held. Taken
+      // last, after the signature: the sum below then sees every order committed before this one.
+      await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partner.id]);
+      const used = await partnerDayAndMonthVolumes(tx, partner.id, now);
+      for (const [period, limit] of [["day", limits.dailyVolumeMxn], ["month", limits.monthlyVolumeMxn]] as const) {
+        if (limit !== null && money(used[period]).plus(total).gt(limit)) {
+          throw new VolumeLimitExceededError(`The partner's ${period === "day" ? "daily" : "monthly"} volume limit of ${limit} MXN would be exceeded`);
+        }
+      }
+    }
+    if (!(await consumeQuote(tx, quote.id))) throw new QuoteUsedError();
 
     await tx.query(
       `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,

@@ -232,6 +232,19 @@ describe("partner volume limits", () => {
     assert.equal((await order({ quoteId: await quote(ref, 73.913043, capped.apiKey), partnerUserRef: ref, sellerClabe: SELLER_CLABE }, capped.apiKey)).status, 201);
   });
 
+  test("concurrent orders of many users never pass the limit together", async () => {
+    // 5 orders of 1,725 MXN fit exactly in 8,625; 12 users order at once, each with a quote ready.
+    const capped = await service.createPartner({ tier: "ENTERPRISE", limits: { monthlyVolumeMxn: 8625, dailyVolumeMxn: null } });
+    const pending = [];
+    for (let i = 0; i < 12; i += 1) {
+      const ref = await user(capped.apiKey, `concurrent-${i}`, fullKyc);
+      pending.push({ quoteId: await quote(ref, 100, capped.apiKey), partnerUserRef: ref, sellerClabe: SELLER_CLABE });
+    }
+    const responses = await Promise.all(pending.map((body) => order(body, capped.apiKey)));
+    assert.equal(responses.filter((response) => response.status === 201).length, 5, JSON.stringify(responses.map((response) => response.status)));
+    for (const refused of responses.filter((response) => response.status !== 201)) assertError(refused, 403, "VOLUME_LIMIT_EXCEEDED");
+  });
+
   test("EXPIRED orders do not count toward the volume", async () => {
     const free = await service.createPartner({ tier: "FREE" });
     const ref = await user(free.apiKey, "expired", fullKyc);

@@ -7,7 +7,7 @@ import {
 } from "../../domain/errors.ts";
 import { isAddressAllowed, rateLimitAddress } from "../../domain/ip-allow-list.ts";
 import { UNAUTHENTICATED_REQUESTS_PER_MINUTE } from "../../domain/tiers.ts";
-import { apiKeyMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
+import { apiKeyHashMatches, hashApiKey, isWellFormedApiKey } from "../../partners/credentials.ts";
 import type { PartnerCredentials } from "../../partners/credential-cache.ts";
 import { assertPartnerInGoodStanding, effectiveLimits } from "../../partners/partners.ts";
 import type { AppState } from "../context.ts";
@@ -28,8 +28,9 @@ export function partnerAuth(deps: { credentials: PartnerCredentials; rateLimits:
   const { credentials, rateLimits } = deps;
   return async (ctx, next) => {
     const presented = ctx.get("X-API-Key");
-    const partner = presented && isWellFormedApiKey(presented) ? await credentials.find(hashApiKey(presented)) : undefined;
-    const authenticated = partner !== undefined && apiKeyMatches(presented, partner.apiKeyHash);
+    const presentedHash = presented && isWellFormedApiKey(presented) ? hashApiKey(presented) : undefined;
+    const partner = presentedHash ? await credentials.find(presentedHash) : undefined;
+    const authenticated = partner !== undefined && apiKeyHashMatches(presentedHash!, partner.apiKeyHash);
 
     const window = authenticated
       ? await rateLimits.count(partnerRateBucket(partner.id), effectiveLimits(partner).requestsPerMinute)

@@ -1,4 +1,4 @@
-import { eventTable, readIndexerHead } from "./indexer-tables.ts";
+import { eventTable, INDEXER_TABLES, qualifiedTable } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { withTransaction } from "../db/pool.ts";
@@ -72,6 +72,8 @@ export interface EscrowEventConsumerOptions {
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
+/** Events applied in one transaction at most: few enough that the order row locks it holds stay brief. */
+const EVENTS_PER_TRANSACTION = 50;
 
 /**
  * The channel Ponder (0.17) notifies when it commits a live block, a reorg or a finalization: a
@@ -129,11 +131,6 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     else nudged = true;
   }
 
-  async function cursor(db: Pick<Pool, "query">): Promise<[string, number]> {
-    const { rows } = await db.query<{ block_number: string; log_index: number }>("SELECT block_number, log_index FROM chain_cursor WHERE name = $1", [indexerSchema]);
-    return rows[0] ? [rows[0].block_number, rows[0].log_index] : ["-1", -1];
-  }
-
   /**
    * What a deposit or a lock adds besides the chain's facts (decisions 19): the seller's and the buyer's
    * wallet screened against the sanctions list and the buyer's KYC screening (a listed party's order is
@@ -177,6 +174,10 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
         logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
       }
     }
+  }
+
+  /** Moves the cursor past `row`, in the transaction that applied it. */
+  async function advanceCursor(tx: PoolClient, row: EscrowEventRow): Promise<void> {
     await tx.query(
       `INSERT INTO chain_cursor (name, block_number, log_index) VALUES ($1, $2, $3)
        ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, updated_at = now()`,
@@ -184,36 +185,56 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     );
   }
 
-  /** The next batch of final-enough events, read with the indexer's head in one snapshot. */
+  /**
+   * The next batch of final-enough events, read with the indexer's head and the cursor in one statement,
+   * so in one snapshot: Ponder writes a block's rows and its head marker together and reverts them
+   * together, so rows at or below the head read here are exactly the chain's events. One round trip.
+   */
   async function nextBatch(): Promise<EscrowEventRow[]> {
-    const client = await pool.connect();
     try {
-      // One REPEATABLE READ snapshot: Ponder writes a block's rows and its head marker together and
-      // reverts them together, so rows at or below the head read here are exactly the chain's events.
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      const head = await readIndexerHead(client, indexerSchema);
-      if (!head) return [];
-      const safeBlock = (head.latestBlock - BigInt(confirmations)).toString();
-      const [block, logIndex] = await cursor(client);
-      const { rows } = await client.query<EscrowEventRow>(
-        `SELECT id, block_number, block_hash, block_timestamp, transaction_hash, log_index, event_name, order_id, args FROM ${table}
-          WHERE (block_number, log_index) > ($1::bigint, $2::int) AND block_number <= $3 ORDER BY block_number, log_index LIMIT $4`,
-        [block, logIndex, safeBlock, batchSize],
+      const { rows } = await pool.query<EscrowEventRow>(
+        `WITH head AS (SELECT block_number FROM ${qualifiedTable(indexerSchema, INDEXER_TABLES.head)} ORDER BY chain_id LIMIT 1),
+              cursor AS (SELECT coalesce(max(block_number), -1) AS block_number, coalesce(max(log_index), -1) AS log_index FROM chain_cursor WHERE name = $1)
+         SELECT e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args
+           FROM ${table} e, head, cursor
+          WHERE (e.block_number, e.log_index) > (cursor.block_number, cursor.log_index) AND e.block_number <= head.block_number - $2::int
+          ORDER BY e.block_number, e.log_index LIMIT $3`,
+        [indexerSchema, confirmations, batchSize],
       );
       return rows;
     } catch (error) {
       if ((error as { code?: string }).code === "42P01") return []; // the indexer has not created its tables yet
       throw error;
-    } finally {
-      await client.query("ROLLBACK").catch(() => undefined);
-      client.release();
     }
   }
 
-  /** Applies the next batch of final-enough events; returns how many were consumed. */
+  /**
+   * Applies the next batch of final-enough events; returns how many were consumed. Up to
+   * EVENTS_PER_TRANSACTION events go in one transaction with one cursor write (a busy chain's events
+   * then cost one commit, not one each). An event that fails takes its group back with it: the group is
+   * then applied one event a transaction, so the events before the failing one stay applied and it
+   * alone is retried.
+   */
   async function pollOnce(): Promise<number> {
     const rows = await nextBatch();
-    for (const row of rows) await withTransaction(pool, (tx) => applyRow(tx, row));
+    for (let start = 0; start < rows.length; start += EVENTS_PER_TRANSACTION) {
+      const group = rows.slice(start, start + EVENTS_PER_TRANSACTION);
+      try {
+        await withTransaction(pool, async (tx) => {
+          for (const row of group) await applyRow(tx, row);
+          await advanceCursor(tx, group.at(-1)!);
+        });
+      } catch (error) {
+        if (group.length === 1) throw error;
+        logger.warn({ err: error, events: group.length }, "escrow event group failed; applying its events one at a time");
+        for (const row of group) {
+          await withTransaction(pool, async (tx) => {
+            await applyRow(tx, row);
+            await advanceCursor(tx, row);
+          });
+        }
+      }
+    }
     return rows.length;
   }
 

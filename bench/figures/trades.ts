@@ -4,6 +4,7 @@
 // deposits per second on the same Hardhat node, from the same number of wallets, nothing else.
 import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
 import { unsanctionedSandboxAccounts } from "../../src/stack/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
@@ -70,6 +71,9 @@ export async function runTrades(
   // sandbox wallet on the sanctions list is left out: its orders are held for review, never released.
   const buyers: FastWallet[] = [];
   for (const account of unsanctionedSandboxAccounts.slice(0, pipelines)) buyers.push(await fastWallet(rpc, chainSettings.chainId, account.privateKey));
+  // Each buyer signs in to the market once, as a buyer's wallet does before its first lock: the service
+  // registers it with its verified identity, which the payer on each CEP is compared with.
+  for (const [i, buyer] of buyers.entries()) await signInBuyer(stack.service.baseUrl, buyer.account, `10.77.${i}.1`);
   const buyerOf = (worker: number) => buyers[worker % buyers.length]!;
 
   // Does this build have the sandbox pay route? (Without it, trades are measured up to LOCKED.)
@@ -176,6 +180,27 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     params: { pipelines, buyerWallets: buyers, amountUsdc: AMOUNT_USDC, maxTrades, durationMs },
     notes,
   };
+}
+
+/**
+ * Opens a market session for `account` (POST /market/v1/auth/challenge, then /auth/session with the
+ * signed message), so the service knows it as a buyer. `clientAddress` (X-Forwarded-For, the bench's
+ * service trusts it) gives each buyer its own sign-in budget.
+ */
+export async function signInBuyer(baseUrl: string, account: PrivateKeyAccount, clientAddress: string): Promise<void> {
+  const post = async <T>(path: string, body: unknown): Promise<T> => {
+    const response = await fetch(`${baseUrl}/market/v1${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": clientAddress },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const answer = (await response.json()) as T;
+    if (response.status !== 201) throw new Error(`market sign-in ${path}: ${response.status} ${JSON.stringify(answer)}`);
+    return answer;
+  };
+  const { message } = await post<{ message: string }>("/auth/challenge", { address: account.address });
+  await post("/auth/session", { message, signature: await account.signMessage({ message }) });
 }
 
 async function payRouteExists(stack: BenchStack, apiKey: string): Promise<boolean> {

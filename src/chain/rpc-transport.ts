@@ -14,6 +14,13 @@ export const RPC_TIMEOUT_MS = 10_000;
 export const RPC_RETRY_COUNT = 5;
 export const RPC_RETRY_DELAY_MS = 100;
 
+/**
+ * Calls made in the same tick go to the node as one JSON-RPC batch (one HTTP request): a transaction's
+ * reads before signing, and every trade's calls that meet in that tick, cost one round trip (issue 24).
+ * Bounded, as providers cap a batch's size.
+ */
+export const RPC_BATCH_SIZE = 50;
+
 /** The endpoints of an RPC_URL value, in order. */
 export function rpcEndpoints(rpcUrl: string): string[] {
   return rpcUrl
@@ -31,7 +38,7 @@ export function chainTransport(rpcUrl: string): Transport {
   const endpoints = rpcEndpoints(rpcUrl);
   if (endpoints.length === 0) throw new Error("RPC_URL names no endpoint");
   const inner = fallback(
-    endpoints.map((endpoint) => http(endpoint, { timeout: RPC_TIMEOUT_MS })),
+    endpoints.map((endpoint) => http(endpoint, { timeout: RPC_TIMEOUT_MS, batch: { batchSize: RPC_BATCH_SIZE } })),
     { retryCount: RPC_RETRY_COUNT, retryDelay: RPC_RETRY_DELAY_MS },
   );
   return (config) => {

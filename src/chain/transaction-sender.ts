@@ -322,24 +322,30 @@ export function createTransactionSender(deps: {
   /** Checks, signs under a fresh nonce, stores, broadcasts and looks for the receipt once. */
   const sendNew = async (row: TransactionRow, replacing: Hash | null): Promise<SendOutcome> => {
     const account = accounts[ACTIONS[row.action].signer];
-    const status = await gateway.escrowStatus(row.escrow_order_id);
+    const data = calldata(row);
+    const to = gateway.settings.escrowAddress;
+    // Independent reads, made together so the transport sends them as one JSON-RPC batch (rpc-transport.ts).
+    // The estimate is against the pending block (on an idle chain the latest block's timestamp may predate
+    // a deadline the next block will have passed), and is also the revert check.
+    const [status, estimate, fees, chainPending] = await Promise.all([
+      gateway.escrowStatus(row.escrow_order_id),
+      client.estimateGas({ account: account.address, to, data, blockTag: "pending" }).then(
+        (gas) => ({ gas }),
+        (error: unknown) => ({ error }),
+      ),
+      client.estimateFeesPerGas({ chain: gateway.chain }),
+      client.getTransactionCount({ address: account.address, blockTag: "pending" }),
+    ]);
     if (status !== ACTIONS[row.action].requires) {
       if (await finish(row.id, replacing, "SKIPPED", "the escrow is no longer in the state this action needs")) return "SKIPPED";
       return step(row.id);
     }
-    const data = calldata(row);
-    const to = gateway.settings.escrowAddress;
-    let gas: bigint;
-    try {
-      // Against the pending block: on an idle chain the latest block's timestamp may predate a deadline
-      // the next block will have passed. The estimate is also the revert check.
-      gas = await client.estimateGas({ account: account.address, to, data, blockTag: "pending" });
-    } catch (error) {
+    if ("error" in estimate) {
+      const { error } = estimate;
       const revert = error instanceof BaseError ? error.walk((e) => e instanceof ContractFunctionRevertedError) : undefined;
       throw new TransactionNotYetPossibleError(`${row.action} would revert: ${(revert as Error | undefined)?.message ?? (error as Error).message}`);
     }
-    const fees = await client.estimateFeesPerGas({ chain: gateway.chain });
-    const chainPending = await client.getTransactionCount({ address: account.address, blockTag: "pending" });
+    const { gas } = estimate;
     // Above the cap it is signed at the cap, and waits (or is replaced) until the base fee comes down.
     const maxFeePerGas = cap !== undefined && fees.maxFeePerGas > cap ? cap : fees.maxFeePerGas;
     const call = { to, data, gas, maxFeePerGas, maxPriorityFeePerGas: min(fees.maxPriorityFeePerGas, maxFeePerGas) };

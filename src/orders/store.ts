@@ -57,13 +57,7 @@ async function performEffects(
   for (const effect of effects) {
     switch (effect.type) {
       case "timeline":
-        await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
-          newId("evt"),
-          order.id,
-          effect.params.event,
-          JSON.stringify(effect.params.data),
-        ]);
-        break;
+        break; // written with the order's row (withTimeline)
       case "notify":
         await ports.notify(tx, {
           partnerId: order.partnerId,
@@ -93,6 +87,23 @@ async function performEffects(
   }
 }
 
+/**
+ * `update` (an UPDATE of the order's row, `RETURNING id`, whose parameters are `values`) with the
+ * transition's timeline entries inserted in the same statement, in effect order: one round trip for the
+ * row and its timeline. The other effects are performed after it (performEffects).
+ */
+function withTimeline(update: string, values: unknown[], effects: OrderEffect[]): { text: string; values: unknown[] } {
+  const entries = effects.flatMap((effect) => (effect.type === "timeline" ? [effect.params] : []));
+  const at = values.length;
+  return {
+    text: `WITH updated AS (${update}),
+       timeline AS (INSERT INTO order_timeline (id, order_id, event, data)
+         SELECT t.id, updated.id, t.event, t.data::jsonb FROM updated, unnest($${at + 1}::text[], $${at + 2}::text[], $${at + 3}::text[]) WITH ORDINALITY AS t (id, event, data, n) ORDER BY t.n)
+     SELECT count(*)::int AS updated FROM updated`,
+    values: [...values, entries.map(() => newId("evt")), entries.map((entry) => entry.event), entries.map((entry) => JSON.stringify(entry.data))],
+  };
+}
+
 function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] {
   return actions.filter((action) => !action.type.startsWith("xstate.")) as OrderEffect[];
 }
@@ -109,12 +120,10 @@ export async function startOrderActor(
 ): Promise<void> {
   const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
   const status = snapshot.value as OrderStatus;
-  await tx.query("UPDATE orders SET machine_snapshot = $2, status = $3 WHERE id = $1", [
-    order.id,
-    JSON.stringify({ value: status, context: snapshot.context }),
-    status,
-  ]);
-  await performEffects(tx, ports, { ...order, status, version: 1 }, effectsOf(actions));
+  const effects = effectsOf(actions);
+  const update = withTimeline("UPDATE orders SET machine_snapshot = $2, status = $3 WHERE id = $1 RETURNING id", [order.id, JSON.stringify({ value: status, context: snapshot.context }), status], effects);
+  await tx.query(update.text, update.values);
+  await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
 }
 
 /**
@@ -130,18 +139,18 @@ export async function applyOrderEvent(
   options: { chainEventId?: string; tx?: PoolClient } = {},
 ): Promise<AppliedTransition> {
   const run = async (tx: PoolClient): Promise<AppliedTransition> => {
-    const { rows } = await tx.query<ActorRow>(
-      `SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version
+    // The row lock and, for an on-chain event, its once-only mark in one round trip: a mark already there
+    // (the event replayed) leaves the order as it is.
+    const { rows } = await tx.query<ActorRow & { fresh: boolean }>(
+      `WITH mark AS (INSERT INTO applied_chain_events (event_id, order_id) SELECT $2, $1 WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING RETURNING 1)
+       SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version, $2::text IS NULL OR EXISTS (SELECT 1 FROM mark) AS fresh
          FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR UPDATE OF o`,
-      [orderId],
+      [orderId, options.chainEventId ?? null],
     );
     const row = rows[0];
     if (!row) throw new PermanentError(`order ${orderId} does not exist`);
     const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version };
-    if (options.chainEventId !== undefined) {
-      const fresh = await tx.query("INSERT INTO applied_chain_events (event_id, order_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [options.chainEventId, orderId]);
-      if (fresh.rowCount === 0) return unchanged;
-    }
+    if (!row.fresh) return unchanged;
     const current = orderMachine.resolveState(row.machine_snapshot);
     const [next, actions] = transition(orderMachine, current, event);
     const effects = effectsOf(actions);
@@ -155,8 +164,9 @@ export async function applyOrderEvent(
       values.push(next.context[field]);
       sets.push(`${column} = $${values.length}`);
     }
-    const updated = await tx.query(`UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2`, values);
-    if (updated.rowCount !== 1) throw new Error(`order ${orderId} changed under its lock`);
+    const update = withTimeline(`UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values, effects);
+    const updated = await tx.query<{ updated: number }>(update.text, update.values);
+    if (updated.rows[0]!.updated !== 1) throw new Error(`order ${orderId} changed under its lock`);
     await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
     return { orderId, changed: true, status, version };
   };

@@ -88,6 +88,8 @@ interface OrphanedEvent {
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
+/** Events applied in one transaction at most: few enough that the order row locks it holds stay brief. */
+const EVENTS_PER_TRANSACTION = 50;
 
 /**
  * The channel Ponder (0.17) notifies when it commits a live block, a reorg or a finalization: a
@@ -298,14 +300,30 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     }
   }
 
-  /** Applies the next batch of final-enough events; returns how many were consumed. */
+  /**
+   * Applies the next batch of final-enough events; returns how many were consumed. Up to
+   * EVENTS_PER_TRANSACTION events go in one transaction (a busy chain's events then cost one commit, not
+   * one each). An event that fails takes its group back with it: the group is then applied one event a
+   * transaction, so the events before the failing one stay applied and it alone is retried.
+   */
   async function pollOnce(): Promise<number> {
     const rows = await nextBatch();
     if (!Array.isArray(rows)) {
       await recoverFromReorg(rows.reorg, rows.cursorBlock);
       return 1;
     }
-    for (const row of rows) await withTransaction(pool, (tx) => applyRow(tx, row));
+    for (let start = 0; start < rows.length; start += EVENTS_PER_TRANSACTION) {
+      const group = rows.slice(start, start + EVENTS_PER_TRANSACTION);
+      try {
+        await withTransaction(pool, async (tx) => {
+          for (const row of group) await applyRow(tx, row);
+        });
+      } catch (error) {
+        if (group.length === 1) throw error;
+        logger.warn({ err: error, events: group.length }, "escrow event group failed; applying its events one at a time");
+        for (const row of group) await withTransaction(pool, (tx) => applyRow(tx, row));
+      }
+    }
     return rows.length;
   }
 

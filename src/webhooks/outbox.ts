@@ -56,21 +56,21 @@ export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { bo
   // The job row is written through the caller's transaction: the queue instance only supplies pg-boss's metadata.
   const { boss } = queue;
 
-  const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null }>(
-    "SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1",
+  // The order's owner and the event's sequence in one round trip (the counter moves only for an order
+  // that exists; a mismatch below throws, which rolls the caller's transaction back with it).
+  const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null; sequence: number }>(
+    `WITH owner AS (SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
+          counter AS (
+            INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT $1, 1 FROM owner
+            ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
+            RETURNING last_sequence)
+     SELECT owner.partner_id, owner.webhook_url, counter.last_sequence AS sequence FROM owner, counter`,
     [event.orderId],
   );
   const owner = owners[0];
   if (!owner) throw new Error(`Order ${event.orderId} does not exist`);
   if (owner.partner_id !== event.partnerId) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
-
-  const { rows: counters } = await tx.query<{ last_sequence: number }>(
-    `INSERT INTO webhook_order_sequences (order_id, last_sequence) VALUES ($1, 1)
-     ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
-     RETURNING last_sequence`,
-    [event.orderId],
-  );
-  const sequence = counters[0]!.last_sequence;
+  const sequence = owner.sequence;
   const occurredAt = event.occurredAt ?? new Date();
   const body = JSON.stringify({
     event: event.eventType,
@@ -79,18 +79,21 @@ export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { bo
   });
 
   const eventId = newId("evt");
-  await tx.query(
-    `INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [eventId, event.partnerId, event.orderId, sequence, event.eventType, event.status, body, occurredAt],
-  );
-  if (!owner.webhook_url) return { eventId, sequence, deliveryId: null, body };
+  const insertEvent = `INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+  const eventValues = [eventId, event.partnerId, event.orderId, sequence, event.eventType, event.status, body, occurredAt];
+  if (!owner.webhook_url) {
+    await tx.query(insertEvent, eventValues);
+    return { eventId, sequence, deliveryId: null, body };
+  }
 
+  // The event and its delivery record in one statement.
   const deliveryId = newId("whd");
   await tx.query(
-    `INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp())`,
-    [deliveryId, eventId, event.partnerId, event.orderId, sequence, event.eventType, MAX_ATTEMPTS],
+    `WITH recorded AS (${insertEvent} RETURNING id)
+     INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
+     SELECT $9, recorded.id, $2, $3, $4, $5, $10, clock_timestamp() FROM recorded`,
+    [...eventValues, deliveryId, MAX_ATTEMPTS],
   );
   await enqueueAttempt(boss, tx, { deliveryId, series: 1, attempt: 1 });
   return { eventId, sequence, deliveryId, body };

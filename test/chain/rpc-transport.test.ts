@@ -39,9 +39,12 @@ describe("a raw transaction meets refusals", () => {
       let body = "";
       request.on("data", (chunk: Buffer) => (body += chunk.toString()));
       request.on("end", () => {
-        const call = JSON.parse(body) as { id: number; method: string };
-        if (call.method === "eth_sendRawTransaction") sends += 1;
-        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result: HASH }));
+        // One call or a batch of them (the transport batches the calls of one tick).
+        const parsed = JSON.parse(body) as { id: number; method: string } | { id: number; method: string }[];
+        const calls = Array.isArray(parsed) ? parsed : [parsed];
+        sends += calls.filter((call) => call.method === "eth_sendRawTransaction").length;
+        const answers = calls.map((call) => ({ jsonrpc: "2.0", id: call.id, result: HASH }));
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(Array.isArray(parsed) ? answers : answers[0]));
       });
     });
     await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));

@@ -1,0 +1,128 @@
+// What one full trade costs the service in round trips (issue 24, figure 5): PostgreSQL round trips
+// and JSON-RPC requests, counted on the wire by fronts between the service and its database and node
+// (test/support/wire-count.ts), for trades run one after another the way the bench runs them (the
+// seller's and buyer's wallets send to the node directly; the payment through the sandbox pay route;
+// the partner's webhooks delivered to a receiver answering at once).
+// The background (pg-boss polls, the event consumer's fallback poll) is measured idle first and taken
+// off in proportion to the trades' time. The budgets hold what the batching work brought the trade to:
+// a change that adds round trips per trade fails here, and the counts printed say where they went.
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { signInBuyer } from "../../bench/figures/trades.ts";
+import { assertMined, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit } from "../../bench/lib/chain.ts";
+import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
+import { createPool, type Pool } from "../../src/db/pool.ts";
+import { unsanctionedSandboxAccounts } from "../../src/stack/local-node.ts";
+import { startTestService, type TestService } from "../support/service.ts";
+import { SELLER_CLABE, startChainStack, type ChainStack } from "../support/trade-stack.ts";
+import { startPgFront, startRpcFront, type PgFront, type RpcFront, type Tally } from "../support/wire-count.ts";
+
+const TRADES = 6;
+const IDLE_MS = 4_000;
+/**
+ * Per trade, background taken off, the partner's webhook deliveries included: measured 192 PostgreSQL
+ * round trips and 8 JSON-RPC requests before the batching work, 158 and 5 after (docs/benchmarks.md,
+ * figure 5).
+ */
+const BUDGET = { pgRoundTrips: 170, rpcRequests: 6 };
+
+let chain: ChainStack;
+let pgFront: PgFront;
+let rpcFront: RpcFront;
+let service: TestService;
+let pool: Pool;
+/** The partner's webhook receiver, answering 200 at once: the trade's deliveries are counted with it. */
+let receiver: http.Server;
+
+before(async () => {
+  chain = await startChainStack({ mining: "auto" });
+  pgFront = await startPgFront(chain.databaseUrl);
+  rpcFront = await startRpcFront(chain.chain.rpcUrl);
+  service = await startTestService({ DEPOSIT_TIMEOUT_SECONDS: "86400" }, { databaseUrl: pgFront.url, indexerSchema: chain.indexerSchema, chain: { ...chain.chainSettings, rpcUrl: rpcFront.url } });
+  pool = createPool(chain.databaseUrl, 2);
+  receiver = http.createServer((request, response) => request.resume().on("end", () => response.end()));
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+});
+after(async () => {
+  receiver?.closeAllConnections();
+  await new Promise((resolve) => receiver?.close(resolve) ?? resolve(undefined));
+  await pool?.end();
+  await service?.stop();
+  await rpcFront?.close();
+  await pgFront?.close();
+  await chain?.close();
+});
+
+async function statusIs(orderId: string, status: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { rows } = await pool.query<{ status: string }>("SELECT status FROM orders WHERE id = $1", [orderId]);
+    if (rows[0]?.status === status) return;
+    if (Date.now() > deadline) throw new Error(`order ${orderId} not ${status} (is ${rows[0]?.status})`);
+    await sleep(20);
+  }
+}
+
+const top = (t: Tally, per: number) =>
+  [...t.by.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25)
+    .map(([label, n]) => `  ${(n / per).toFixed(2).padStart(7)}  ${label}`)
+    .join("\n");
+
+test("a full trade stays within its PostgreSQL and JSON-RPC round-trip budget", { timeout: 240_000 }, async () => {
+  const { chainSettings } = chain;
+  const rpc = rpcClient(chain.chain.rpcUrl);
+  const partner = await service.createPartner({ tier: "ENTERPRISE", webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks` });
+  const ref = "round-trips";
+  const kycAttestation = { level: "FULL", verifiedAt: new Date(Date.now() - 86_400_000).toISOString() };
+  assert.equal((await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: ref, kycAttestation } })).status, 201);
+  const seller = await fundedSeller(rpc, chainSettings.chainId, chainSettings.usdcAddress, chainSettings.escrowAddress, 10_000n * 10n ** 6n);
+  const buyer = await fastWallet(rpc, chainSettings.chainId, unsanctionedSandboxAccounts[0]!.privateKey);
+  await signInBuyer(service.baseUrl, buyer.account, "10.77.0.1");
+  const permitSigner = createEscrowGateway(chainSettings);
+
+  const trade = async () => {
+    const quote = await service.api<{ id: string }>("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 20, partnerUserRef: ref } });
+    assert.equal(quote.status, 201, JSON.stringify(quote.body));
+    const order = await service.api<{ id: string; deposit: ApiDeposit }>("POST", "/orders", { key: partner.apiKey, body: { quoteId: quote.body.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE } });
+    assert.equal(order.status, 201, JSON.stringify(order.body));
+    const { terms, signature } = termsFromApi(order.body.deposit);
+    await assertMined(rpc, await seller.send(chainSettings.escrowAddress, depositCall(terms, signature), GAS.deposit));
+    await statusIs(order.body.id, "ACTIVE");
+    const permit = { orderId: terms.orderId, buyer: buyer.address, deadline: lockPermitDeadline() };
+    await assertMined(rpc, await buyer.send(chainSettings.escrowAddress, lockCall(permit, await permitSigner.signLockPermit(permit)), GAS.lock));
+    await statusIs(order.body.id, "LOCKED");
+    const pay = await service.api("POST", `/sandbox/orders/${order.body.id}/pay`, { key: partner.apiKey, body: {} });
+    assert.equal(pay.status, 200, JSON.stringify(pay.body));
+    await statusIs(order.body.id, "COMPLETED");
+  };
+  await trade(); // warm-up: caches, prepared queues, JIT
+
+  await sleep(1_000);
+  pgFront.reset();
+  rpcFront.reset();
+  await sleep(IDLE_MS);
+  const idle = { pg: pgFront.roundTrips.total / IDLE_MS, rpc: rpcFront.requests / IDLE_MS };
+
+  pgFront.reset();
+  rpcFront.reset();
+  const started = Date.now();
+  for (let i = 0; i < TRADES; i += 1) await trade();
+  // Work a trade leaves behind (the release's settlement, webhook outbox) is counted with it.
+  await sleep(1_000);
+  const elapsed = Date.now() - started;
+  const pg = (pgFront.roundTrips.total - idle.pg * elapsed) / TRADES;
+  const rpcRequests = (rpcFront.requests - idle.rpc * elapsed) / TRADES;
+  const rpcCalls = rpcFront.calls.total / TRADES;
+  console.log(
+    `per trade (${TRADES} trades in ${elapsed} ms; idle ${(idle.pg * 1000).toFixed(1)} PG round trips/s and ${(idle.rpc * 1000).toFixed(1)} JSON-RPC requests/s taken off):\n` +
+      `PostgreSQL round trips ${pg.toFixed(1)} (raw ${(pgFront.roundTrips.total / TRADES).toFixed(1)}):\n${top(pgFront.roundTrips, TRADES)}\n` +
+      `JSON-RPC HTTP requests ${rpcRequests.toFixed(1)}, calls ${rpcCalls.toFixed(1)}:\n${top(rpcFront.calls, TRADES)}`,
+  );
+  assert.ok(pg <= BUDGET.pgRoundTrips, `${pg.toFixed(1)} PostgreSQL round trips per trade, budget ${BUDGET.pgRoundTrips}`);
+  assert.ok(rpcRequests <= BUDGET.rpcRequests, `${rpcRequests.toFixed(1)} JSON-RPC requests per trade, budget ${BUDGET.rpcRequests}`);
+});

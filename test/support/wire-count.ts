@@ -1,0 +1,148 @@
+// Counting fronts for what a service sends over the wire: a TCP front for PostgreSQL that counts the
+// round trips (a simple Query, or an extended-protocol Sync) and labels each by its statement, and an
+// HTTP front for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
+// measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
+// profile only shows socket writes.
+import http from "node:http";
+import net from "node:net";
+
+export interface Tally {
+  total: number;
+  by: Map<string, number>;
+}
+
+const tally = (): Tally => ({ total: 0, by: new Map() });
+const add = (t: Tally, label: string, n = 1) => {
+  t.total += n;
+  t.by.set(label, (t.by.get(label) ?? 0) + n);
+};
+
+/** A statement's label: its verb and the table it names first (`INSERT order_timeline`). */
+export function statementLabel(sql: string): string {
+  const text = sql.replace(/\s+/g, " ").trim();
+  const verb = (/^\w+/.exec(text)?.[0] ?? "?").toUpperCase();
+  const table = /\b(?:FROM|INTO|UPDATE|JOIN)\s+("?[\w.]+"?(?:\.[\w"]+)?)/i.exec(text)?.[1]?.replace(/"/g, "");
+  return table ? `${verb} ${table}` : text.slice(0, 40);
+}
+
+export interface PgFront {
+  /** Connection string of the front (the upstream's with its host and port replaced). */
+  url: string;
+  /** Round trips: a `Q` message or a `S`ync, labelled by the last statement parsed on that connection. */
+  roundTrips: Tally;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP front for the PostgreSQL of `databaseUrl` (no TLS, as the local test server runs). */
+export async function startPgFront(databaseUrl: string): Promise<PgFront> {
+  const upstream = new URL(databaseUrl);
+  const front: PgFront = { url: "", roundTrips: tally(), reset: () => (front.roundTrips = tally()), close: async () => undefined };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
+    sockets.add(client).add(server);
+    const drop = () => {
+      client.destroy();
+      server.destroy();
+    };
+    client.on("error", drop).on("close", drop);
+    server.on("error", drop).on("close", drop);
+    server.pipe(client);
+    let buffered = Buffer.alloc(0);
+    let started = false;
+    let lastStatement = "?";
+    client.on("data", (chunk: Buffer) => {
+      server.write(chunk);
+      buffered = Buffer.concat([buffered, chunk]);
+      for (;;) {
+        if (!started) {
+          // The startup message (and an SSL request before it) has a length but no type byte.
+          if (buffered.length < 4) return;
+          const length = buffered.readInt32BE(0);
+          if (buffered.length < length) return;
+          const code = buffered.readInt32BE(4);
+          buffered = buffered.subarray(length);
+          if (code !== 80877103) started = true;
+          continue;
+        }
+        if (buffered.length < 5) return;
+        const type = String.fromCharCode(buffered[0]!);
+        const length = buffered.readInt32BE(1);
+        if (buffered.length < 1 + length) return;
+        const body = buffered.subarray(5, 1 + length);
+        buffered = buffered.subarray(1 + length);
+        if (type === "Q") add(front.roundTrips, statementLabel(body.toString("utf8").replace(/\0$/, "")));
+        else if (type === "P") {
+          const nameEnd = body.indexOf(0);
+          lastStatement = body.subarray(nameEnd + 1, body.indexOf(0, nameEnd + 1)).toString("utf8");
+        } else if (type === "S") add(front.roundTrips, statementLabel(lastStatement));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String((server.address() as net.AddressInfo).port);
+  front.url = url.toString();
+  front.close = async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return front;
+}
+
+export interface RpcFront {
+  url: string;
+  /** HTTP requests to the node. */
+  requests: number;
+  /** JSON-RPC calls, by method (a batch counts each of its calls). */
+  calls: Tally;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** An HTTP front for the JSON-RPC node at `nodeUrl`. */
+export async function startRpcFront(nodeUrl: string): Promise<RpcFront> {
+  const front: RpcFront = {
+    url: "",
+    requests: 0,
+    calls: tally(),
+    reset: () => {
+      front.requests = 0;
+      front.calls = tally();
+    },
+    close: async () => undefined,
+  };
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = Buffer.concat(chunks);
+      front.requests += 1;
+      try {
+        const parsed = JSON.parse(body.toString("utf8")) as { method: string } | { method: string }[];
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) add(front.calls, call.method);
+      } catch {
+        add(front.calls, "(unparsed)");
+      }
+      fetch(nodeUrl, { method: "POST", headers: { "content-type": "application/json" }, body }).then(
+        async (answer) => {
+          response.writeHead(answer.status, { "content-type": "application/json" });
+          response.end(Buffer.from(await answer.arrayBuffer()));
+        },
+        () => {
+          response.writeHead(502);
+          response.end();
+        },
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  front.url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  front.close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return front;
+}

@@ -13,7 +13,7 @@ import { pageOf } from "../db/filters.ts";
 // than the buyer really pays. It shows what a buyer needs to choose, never the CLABE, the partner or the
 // user. Served by the partial index orders_book (migrations 1764300000100, 1764400000310): the scan walks
 // the listed orders in that order and stops at the page; the total is never a count of every listing
-// (see bookTotal).
+// (see BOOK_TOTAL).
 
 export interface OrderBookFilters {
   minAmount?: number;

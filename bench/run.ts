@@ -12,6 +12,7 @@ import { healthFigure } from "./figures/health.ts";
 import { indexerCatchupFigure } from "./figures/indexer-catchup.ts";
 import { listOrdersFigure } from "./figures/list-orders.ts";
 import { memoryFigure } from "./figures/memory.ts";
+import { millionOrdersFigure } from "./figures/million-orders.ts";
 import { quoteOrderFigure } from "./figures/quote-order.ts";
 import { tradesFigure } from "./figures/trades.ts";
 import { twoInstancesFigure } from "./figures/two-instances.ts";
@@ -37,8 +38,9 @@ const quick = values.quick ?? false;
 /**
  * Run order: memory first (it restarts the service on a database without load history), the HTTP
  * figures, then the webhook and chain figures (figure 9 after figure 5, whose one-instance rate it
- * compares with), the 100,000-row bulk insert after every figure it could slow, and the indexer
- * catch-up (its own chain) last.
+ * compares with), the 100,000-row bulk insert after every figure it could slow, the indexer
+ * catch-up (its own chain), and the million orders (a database of its own, whose load would slow
+ * any figure beside it) last.
  */
 const ORDER: FigureSpec[] = [
   memoryFigure,
@@ -50,6 +52,7 @@ const ORDER: FigureSpec[] = [
   twoInstancesFigure,
   listOrdersFigure,
   indexerCatchupFigure,
+  millionOrdersFigure,
 ];
 const figureIds = (list: string | undefined) => (list ? new Set(list.split(",").map((part) => Number(part.trim()))) : undefined);
 const only = figureIds(values.only);

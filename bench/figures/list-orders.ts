@@ -11,7 +11,7 @@ import { meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec }
 import { CONNECTIONS, throughputMeasure } from "./health.ts";
 
 /** A realistic history: most orders finished, a few open. */
-const MIX = [
+export const LIST_MIX = [
   { status: "COMPLETED", percent: 78 },
   { status: "EXPIRED", percent: 12 },
   { status: "REFUNDED", percent: 4 },
@@ -31,8 +31,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const template = await quoteAndOrder(stack, small, "list-template", 25);
 
   const t0 = nowMs();
-  await insertBulkOrders(stack.pool, { partnerId: big.id, templateOrderId: template.id, count: bigCount, users: Math.ceil(bigCount / 50), tag: "big", mix: [...MIX], spreadHours: 90 * 24 });
-  await insertBulkOrders(stack.pool, { partnerId: small.id, templateOrderId: template.id, count: smallCount - 1, users: 20, tag: "small", mix: [...MIX], spreadHours: 90 * 24 });
+  await insertBulkOrders(stack.pool, { partnerId: big.id, templateOrderId: template.id, count: bigCount, users: Math.ceil(bigCount / 50), tag: "big", mix: [...LIST_MIX], spreadHours: 90 * 24 });
+  await insertBulkOrders(stack.pool, { partnerId: small.id, templateOrderId: template.id, count: smallCount - 1, users: 20, tag: "small", mix: [...LIST_MIX], spreadHours: 90 * 24 });
   await stack.pool.query("ANALYZE orders");
   await stack.pool.query("ANALYZE users");
   const { rows } = await stack.pool.query<{ partner_id: string; n: string }>("SELECT partner_id, count(*) AS n FROM orders WHERE partner_id = ANY($1) GROUP BY partner_id", [[big.id, small.id]]);
@@ -102,7 +102,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     "The database rows also timed alone: the service's own listOrderRows (the page query and the count query, in parallel) called from the bench process 30 times in a row, the first 5 discarded.",
     "GET /orders with no parameters: the first page (limit 20, newest first) and its total, the query partners poll. autocannon from the bench process, 10 connections (latency under load: a request waits behind the others once the service is saturated); the one-connection rows give the request's own latency.",
     "The market's order book (GET /market/v1/orders, decisions 17) is measured on the same table beside GET /orders: the first page of ACTIVE listings of every partner, cheapest first, and their total, read without a token as visitors read it, each request from its own client address (X-Forwarded-For from 198.18.0.0/15, the service trusting one proxy), since the book allows 120 requests a minute per address.",
-    `Rows bulk-inserted with SQL (bench/lib/bulk.ts) as copies of a real order made through the API, with their own users and quotes, creation times spread over 90 days, statuses ${MIX.map((share) => `${share.status} ${share.percent}%`).join(", ")}; then ANALYZE. Both partners' orders are in the same table (${total[0]!.n} rows in all).`,
+    `Rows bulk-inserted with SQL (bench/lib/bulk.ts) as copies of a real order made through the API, with their own users and quotes, creation times spread over 90 days, statuses ${LIST_MIX.map((share) => `${share.status} ${share.percent}%`).join(", ")}; then ANALYZE. Both partners' orders are in the same table (${total[0]!.n} rows in all).`,
   ];
   if (quick) notes.push(`Quick run: the large partner has ${bigCount} orders, not 100,000.`);
   return {

@@ -11,8 +11,9 @@ import { pageOf } from "../db/filters.ts";
 // cheapest for the buyer first, that is by what the buyer pays per token it receives (totalMxn over
 // receiveAmount, the amount less the partner's fee): an order with a fee shows a lower pricePerUnit
 // than the buyer really pays. It shows what a buyer needs to choose, never the CLABE, the partner or the
-// user. Served by the partial index orders_book (migration 1764300000100): the scan walks ACTIVE orders
-// in that order and stops at the page.
+// user. Served by the partial index orders_book (migrations 1764300000100, 1764400000310): the scan walks
+// the listed orders in that order and stops at the page; the total is never a count of every listing
+// (see BOOK_TOTAL).
 
 export interface OrderBookFilters {
   minAmount?: number;
@@ -51,6 +52,16 @@ export async function readReputations(db: Queryable, indexerSchema: string | und
   return scores;
 }
 
+/**
+ * The whole book's total without counting the listings: the ACTIVE orders counted in order_counts (kept in
+ * every order change's transaction) less those ACTIVE orders that are not listed, a listing past its end
+ * whose timer has not run yet or a held deposit, each read from its own small partial index (migration
+ * 1764400000310). One statement, so one snapshot: exact as of its start, like the count it replaces.
+ */
+const BOOK_TOTAL = `SELECT (SELECT coalesce(sum(count), 0) FROM order_counts WHERE status = 'ACTIVE')
+  - (SELECT count(*) FROM orders WHERE status = 'ACTIVE' AND (CASE WHEN status = 'ACTIVE' THEN expires_at END) <= $1)
+  - (SELECT count(*) FROM orders WHERE status = 'ACTIVE' AND ${DEPOSIT_HELD} AND expires_at > $1) AS n`;
+
 export async function orderBook(db: Queryable, indexerSchema: string | undefined, filters: OrderBookFilters, now = new Date()) {
   const conditions = ["status = 'ACTIVE'", "expires_at > $1", `NOT ${DEPOSIT_HELD}`];
   const values: unknown[] = [now];
@@ -62,13 +73,15 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
   if (filters.maxAmount !== undefined) add("amount_usdc <= ?", filters.maxAmount);
   if (filters.bankCode !== undefined) add("bank_code = ?", filters.bankCode);
   const where = `WHERE ${conditions.join(" AND ")}`;
+  const filtered = values.length > 1; // a filter besides the listing time: minAmount, maxAmount or bankCode
   const [{ rows }, count] = await Promise.all([
     db.query<BookRow>(
       `SELECT escrow_order_id, token, amount_usdc, fee_bps, total_mxn, bank_code, expires_at, seller_wallet FROM orders ${where}
         ORDER BY (total_mxn / receive_amount(amount_usdc, fee_bps)), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
       [...values, filters.limit, filters.offset],
     ),
-    db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values),
+    // A filtered total counts the matching listings in orders_book alone (its columns are included).
+    filtered ? db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values) : db.query<{ n: string }>(BOOK_TOTAL, [now]),
   ]);
   const reputations = await readReputations(db, indexerSchema, rows.flatMap((row) => (row.seller_wallet ? [row.seller_wallet] : [])));
   const total = Number(count.rows[0]!.n);

@@ -61,7 +61,11 @@ export function pricePerUnit(row: Pick<OrderRow, "total_mxn" | "amount_usdc">) {
   return money(row.total_mxn).dividedBy(row.amount_usdc).toDecimalPlaces(4);
 }
 
-export function orderListItem(row: OrderRow) {
+/** The columns a list item shows (orderListItem), all a page of GET /orders reads. */
+const LIST_COLUMNS = ["id", "escrow_order_id", "status", "token", "amount_usdc", "total_mxn", "exchange_rate", "aml_risk_level", "created_at", "completed_at", "expires_at"] as const;
+type OrderListRow = Pick<OrderRow, (typeof LIST_COLUMNS)[number] | "partner_user_ref">;
+
+export function orderListItem(row: OrderListRow) {
   return {
     id: row.id,
     escrowOrderId: row.escrow_order_id,
@@ -186,13 +190,17 @@ export interface OrderFilters {
 }
 
 /** Newest first (`createdAt` desc, then `id` desc), decisions section 6. */
-export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderRow[]; total: number }> {
+export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderListRow[]; total: number }> {
   const page = orderPageQuery(filters);
-  const [{ rows }, total] = await Promise.all([db.query<OrderRow>(page.text, page.values), countOrders(db, filters)]);
+  const [{ rows }, total] = await Promise.all([db.query<OrderListRow>(page.text, page.values), countOrders(db, filters)]);
   return { rows, total };
 }
 
-/** One page of orders: served by orders (partner_id[, status], created_at DESC, id DESC), read in order up to offset + limit rows. */
+/**
+ * One page of orders: served by orders (partner_id[, status], created_at DESC, id DESC), read in order up to
+ * offset + limit rows. Only the list item's columns: the snapshot and signed terms (half a row's bytes,
+ * each parsed as JSON by the driver) and the other timestamps are left in the database.
+ */
 export function orderPageQuery(filters: OrderFilters): { text: string; values: unknown[] } {
   const { where, values } = whereEqual([
     ["o.partner_id", filters.partnerId ?? undefined],
@@ -200,7 +208,7 @@ export function orderPageQuery(filters: OrderFilters): { text: string; values: u
     ["u.partner_user_ref", filters.partnerUserRef],
   ]);
   return {
-    text: `${SELECT_ORDER} ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+    text: `SELECT ${LIST_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref FROM orders o JOIN users u ON u.id = o.user_id ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
     values: [...values, filters.limit, filters.offset],
   };
 }

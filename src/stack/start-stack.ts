@@ -40,7 +40,8 @@ import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
 const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;
-const TERMINAL_STATUSES = ["COMPLETED", "EXPIRED", "REFUNDED"];
+/** Orders past the deposit point and not finished: their escrows are on the chain they were made on. */
+const PAST_DEPOSIT_OPEN_STATUSES = ["ACTIVE", "LOCKED", "PENDING_RELEASE", "DISPUTED"];
 
 /** Thrown between start-up steps when a signal arrived meanwhile. */
 class Interrupted extends Error {}
@@ -213,13 +214,15 @@ async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: str
       logger.info({ schema: previousSchema }, "dropped the indexer schema of the previous local chain");
     }
     if (await exists("orders")) {
-      const { rows } = await client.query<{ id: string; status: string }>(
-        "SELECT id, status FROM orders WHERE status <> ALL($1::text[]) ORDER BY created_at",
-        [["PENDING_DEPOSIT", ...TERMINAL_STATUSES]],
-      );
+      // Bounded whatever the table holds (issue 24: start-up must not grow with the data): 50 examples
+      // through the status index, and the number from the counters kept with every order change.
+      const { rows } = await client.query<{ id: string; status: string }>("SELECT id, status FROM orders WHERE status = ANY($1::text[]) LIMIT 50", [PAST_DEPOSIT_OPEN_STATUSES]);
       if (rows.length > 0) {
+        const counted = (await exists("order_counts"))
+          ? Number((await client.query<{ n: string }>("SELECT coalesce(sum(count), 0) AS n FROM order_counts WHERE status = ANY($1::text[])", [PAST_DEPOSIT_OPEN_STATUSES])).rows[0]!.n)
+          : undefined;
         logger.warn(
-          { count: rows.length, orders: rows.slice(0, 50).map((row) => `${row.id} ${row.status}`) },
+          { count: counted ?? `${rows.length} or more`, orders: rows.map((row) => `${row.id} ${row.status}`) },
           "orders from an earlier local chain: their escrows do not exist on this chain, so they stay in their state (delete DATA_DIR for a clean slate)",
         );
       }

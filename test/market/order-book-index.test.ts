@@ -1,11 +1,14 @@
 // The order book's query is served by the partial index `orders_book` (migration 1763800000700) once the
 // orders table is large: 20,000 orders in the shape POST /orders writes (the bench's bulk insert, most
-// finished, a few ACTIVE), ANALYZE, then EXPLAIN of the very statement orderBook runs.
+// finished, a few ACTIVE), ANALYZE, then EXPLAIN of the very statement orderBook runs. Its total is not
+// a count of the listings (migration 1764400000310): the tests check it against one after every kind of
+// change that moves an order into or out of the book, read right after the change commits.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { insertBulkOrders } from "../../bench/lib/bulk.ts";
 import type { Queryable } from "../../src/db/pool.ts";
 import { orderBook } from "../../src/market/order-book.ts";
+import { DEPOSIT_HELD } from "../../src/orders/queries.ts";
 import type { TestService } from "../support/service.ts";
 import { placeOrder, startOfflineOrderService } from "../support/trade-stack.ts";
 
@@ -46,13 +49,38 @@ function indexesIn(plan: Record<string, unknown>): string[] {
   return [...own, ...children.flatMap(indexesIn)];
 }
 
-async function planOfPage(filters: Parameters<typeof orderBook>[2]): Promise<string[]> {
+/** "node type on relation" of every node of an EXPLAIN (FORMAT JSON) plan that reads a relation. */
+function scansIn(plan: Record<string, unknown>): string[] {
+  const own = typeof plan["Relation Name"] === "string" ? [`${String(plan["Node Type"])} on ${plan["Relation Name"]}`] : [];
+  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
+  return [...own, ...children.flatMap(scansIn)];
+}
+
+async function planOf(filters: Parameters<typeof orderBook>[2], which: "page" | "total"): Promise<Record<string, unknown>> {
   const { db, statements } = recording();
   await orderBook(db, undefined, filters);
-  const page = statements.find((statement) => statement.text.includes("ORDER BY"));
-  assert.ok(page, "the page query was sent");
-  const { rows } = await service.pool.query<{ "QUERY PLAN": [{ Plan: Record<string, unknown> }] }>(`EXPLAIN (FORMAT JSON) ${page.text}`, page.values);
-  return indexesIn(rows[0]!["QUERY PLAN"][0].Plan);
+  const statement = statements.find((sent) => sent.text.includes("ORDER BY") === (which === "page") && !sent.text.includes("reputation"));
+  assert.ok(statement, `the ${which} query was sent`);
+  const { rows } = await service.pool.query<{ "QUERY PLAN": [{ Plan: Record<string, unknown> }] }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values);
+  return rows[0]!["QUERY PLAN"][0].Plan;
+}
+
+const planOfPage = async (filters: Parameters<typeof orderBook>[2]) => indexesIn(await planOf(filters, "page"));
+
+/** The book's total as a plain count of the listed orders (what the total stands for). */
+async function countedTotal(filters: { bankCode?: string } = {}): Promise<number> {
+  const { rows } = await service.pool.query<{ n: string }>(
+    `SELECT count(*) AS n FROM orders WHERE status = 'ACTIVE' AND expires_at > now() AND NOT ${DEPOSIT_HELD} AND ($1::text IS NULL OR bank_code = $1)`,
+    [filters.bankCode ?? null],
+  );
+  return Number(rows[0]!.n);
+}
+
+/** Some ACTIVE orders, not the template's. */
+async function activeIds(count: number): Promise<string[]> {
+  const { rows } = await service.pool.query<{ id: string }>("SELECT id FROM orders WHERE status = 'ACTIVE' ORDER BY id LIMIT $1", [count]);
+  assert.equal(rows.length, count);
+  return rows.map((row) => row.id);
 }
 
 test("the first page of the book, cheapest first, is read through orders_book", async () => {
@@ -63,4 +91,59 @@ test("the first page of the book, cheapest first, is read through orders_book", 
 
 test("with the amount and bank filters, still orders_book", async () => {
   assert.ok((await planOfPage({ limit: 50, offset: 0, minAmount: 10, maxAmount: 1000, bankCode: "012" })).includes("orders_book"));
+});
+
+test("the whole book's total reads no listing: the counters less the few unlisted ACTIVE orders, each through its own index", async () => {
+  const plan = await planOf({ limit: 20, offset: 0 }, "total");
+  const indexes = indexesIn(plan);
+  assert.ok(indexes.includes("orders_active_expiry") && indexes.includes("orders_active_held"), JSON.stringify(indexes));
+  assert.ok(!indexes.includes("orders_book") && !indexes.includes("orders_status"), JSON.stringify(indexes));
+  assert.ok(!scansIn(plan).includes("Seq Scan on orders"), JSON.stringify(scansIn(plan)));
+});
+
+test("a filtered total counts orders_book alone, no heap filter on the deposit hold", async () => {
+  const plan = await planOf({ limit: 20, offset: 0, bankCode: "012" }, "total");
+  assert.deepEqual(indexesIn(plan), ["orders_book"]);
+  assert.ok(!JSON.stringify(plan).includes("machine_snapshot"), "the hold is the index's predicate, not a filter");
+});
+
+test("the total is the count of listed orders right after each change that moves an order into or out of the book commits", async () => {
+  const total = async (filters: { bankCode?: string } = {}) => (await orderBook(service.pool, undefined, { limit: 20, offset: 0, ...filters })).total;
+  const check = async (what: string) => {
+    assert.equal(await total(), await countedTotal(), what);
+    const { rows } = await service.pool.query<{ bank_code: string }>("SELECT bank_code FROM orders WHERE status = 'ACTIVE' LIMIT 1");
+    assert.equal(await total({ bankCode: rows[0]!.bank_code }), await countedTotal({ bankCode: rows[0]!.bank_code }), `${what} (filtered by bank)`);
+  };
+  await check("as inserted");
+  const before = await countedTotal();
+  assert.ok(before > 500, `${before} listed`);
+  const [held, released, ended, locked, relisted] = [await activeIds(5), [] as string[], [] as string[], [] as string[], [] as string[]];
+  const hold = (decision: string | null) =>
+    `jsonb_set(machine_snapshot, '{context,depositHold}', jsonb_build_object('sellerWallet', '0x15d34aaf54267db7d7c367839aaf71a00a2c6a65', 'decision', ${decision === null ? "null" : `'${decision}'`}::text))`;
+
+  await service.pool.query(`UPDATE orders SET machine_snapshot = ${hold(null)} WHERE id = ANY($1)`, [held]);
+  await check("deposits held for review");
+  assert.equal(await countedTotal(), before - 5);
+
+  released.push(held[0]!);
+  await service.pool.query(`UPDATE orders SET machine_snapshot = ${hold("RELEASE")} WHERE id = ANY($1)`, [released]);
+  await check("a held deposit released by an operator");
+
+  ended.push(...(await service.pool.query<{ id: string }>("SELECT id FROM orders WHERE status = 'ACTIVE' AND NOT id = ANY($1) ORDER BY id DESC LIMIT 7", [held])).rows.map((row) => row.id));
+  await service.pool.query("UPDATE orders SET expires_at = now() - interval '1 second' WHERE id = ANY($1)", [ended]);
+  await check("listings past their end, their timers not run yet");
+  // A held deposit whose listing has ended too is unlisted once, not twice.
+  await service.pool.query("UPDATE orders SET expires_at = now() - interval '1 second' WHERE id = $1", [held[1]]);
+  await check("a held deposit past its listing's end");
+
+  locked.push(...(await activeIds(20)).filter((id) => !held.includes(id)).slice(0, 6));
+  await service.pool.query("UPDATE orders SET status = 'LOCKED' WHERE id = ANY($1)", [locked]);
+  await check("orders locked by buyers");
+  await service.pool.query("UPDATE orders SET status = 'EXPIRED' WHERE id = ANY($1)", [ended.slice(0, 3)]);
+  await check("ended listings whose timers ran");
+
+  relisted.push(...locked.slice(0, 2));
+  await service.pool.query("UPDATE orders SET status = 'ACTIVE' WHERE id = ANY($1)", [relisted]);
+  await check("locks that expired: the orders listed again");
+  assert.ok((await countedTotal()) < before, "the changes did move orders out of the book");
 });

@@ -1,5 +1,5 @@
 import { Counter, type Registry } from "prom-client";
-import { eventTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
+import { eventTable, INDEXER_TABLES, qualifiedTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
@@ -155,14 +155,6 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     else nudged = true;
   }
 
-  async function cursor(db: Pick<Pool, "query">): Promise<{ block: string; logIndex: number; blockHash: string | null }> {
-    const { rows } = await db.query<{ block_number: string; log_index: number; block_hash: string | null }>(
-      "SELECT block_number, log_index, block_hash FROM chain_cursor WHERE name = $1",
-      [indexerSchema],
-    );
-    return rows[0] ? { block: rows[0].block_number, logIndex: rows[0].log_index, blockHash: rows[0].block_hash } : { block: "-1", logIndex: -1, blockHash: null };
-  }
-
   /**
    * What a deposit or a lock adds besides the chain's facts (decisions 19): the seller's and the buyer's
    * wallet screened against the sanctions list and the buyer's KYC screening (a listed party's order is
@@ -268,36 +260,47 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   }
 
   /**
-   * The next batch of final-enough events, read with the indexer's head in one snapshot; "reorg" when the
-   * cursor's event is gone from a block the indexer has indexed.
+   * The next batch of final-enough events, read with the indexer's head and the cursor in one statement,
+   * so in one snapshot (Ponder writes a block's rows and its head marker together and reverts them
+   * together: rows at or below the head read here are exactly the chain's events) and one round trip;
+   * "reorg" when the cursor's event is gone from a block the indexer has indexed.
    */
   async function nextBatch(): Promise<EscrowEventRow[] | { reorg: IndexerHead; cursorBlock: string }> {
-    const client = await pool.connect();
+    let rows: (EscrowEventRow & { cursor_lost: boolean; cursor_block: string })[];
     try {
-      // One REPEATABLE READ snapshot: Ponder writes a block's rows and its head marker together and
-      // reverts them together, so rows at or below the head read here are exactly the chain's events.
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-      const head = await readIndexerHead(client, indexerSchema);
-      if (!head) return [];
-      const safeBlock = (head.latestBlock - BigInt(confirmations)).toString();
-      const { block, logIndex, blockHash } = await cursor(client);
-      if (blockHash !== null && BigInt(block) <= head.latestBlock) {
-        const kept = await client.query(`SELECT 1 FROM ${table} WHERE block_number = $1 AND log_index = $2 AND block_hash = $3`, [block, logIndex, blockHash]);
-        if (kept.rows.length === 0) return { reorg: head, cursorBlock: block };
-      }
-      const { rows } = await client.query<EscrowEventRow>(
-        `SELECT id, block_number, block_hash, block_timestamp, transaction_hash, log_index, event_name, order_id, args FROM ${table}
-          WHERE (block_number, log_index) > ($1::bigint, $2::int) AND block_number <= $3 ORDER BY block_number, log_index LIMIT $4`,
-        [block, logIndex, safeBlock, batchSize],
-      );
-      return rows;
+      ({ rows } = await pool.query(
+        `WITH head AS (SELECT block_number FROM ${qualifiedTable(indexerSchema, INDEXER_TABLES.head)} ORDER BY chain_id LIMIT 1),
+              saved AS (SELECT block_number, log_index, block_hash FROM chain_cursor WHERE name = $1),
+              cursor AS (SELECT coalesce((SELECT block_number FROM saved), -1) AS block_number,
+                                coalesce((SELECT log_index FROM saved), -1) AS log_index,
+                                (SELECT block_hash FROM saved) AS block_hash),
+              judged AS (SELECT cursor.*, cursor.block_hash IS NOT NULL AND cursor.block_number <= head.block_number
+                                AND NOT EXISTS (SELECT 1 FROM ${table} k WHERE k.block_number = cursor.block_number
+                                                AND k.log_index = cursor.log_index AND k.block_hash = cursor.block_hash) AS lost,
+                                head.block_number AS head_block
+                           FROM cursor, head)
+         SELECT judged.lost AS cursor_lost, judged.block_number AS cursor_block,
+                e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args
+           FROM judged
+           LEFT JOIN LATERAL (
+             SELECT * FROM ${table} e
+              WHERE NOT judged.lost AND (e.block_number, e.log_index) > (judged.block_number, judged.log_index)
+                AND e.block_number <= judged.head_block - $2::int
+              ORDER BY e.block_number, e.log_index LIMIT $3) e ON true`,
+        [indexerSchema, confirmations, batchSize],
+      ));
     } catch (error) {
       if ((error as { code?: string }).code === "42P01") return []; // the indexer has not created its tables yet
       throw error;
-    } finally {
-      await client.query("ROLLBACK").catch(() => undefined);
-      client.release();
     }
+    const first = rows[0];
+    if (first === undefined) return []; // no block indexed yet
+    if (first.cursor_lost) {
+      const head = await readIndexerHead(pool, indexerSchema);
+      if (head) return { reorg: head, cursorBlock: String(first.cursor_block) };
+      return [];
+    }
+    return rows.filter((row) => row.id !== null);
   }
 
   /**

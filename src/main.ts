@@ -33,6 +33,7 @@ import { createPaymentVerifier } from "./payments/verification.ts";
 import { createExchangeRates, type ExchangeRates } from "./rates/exchange-rates.ts";
 import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
 import { createSimulators, sandboxSurface, SIMULATOR_PREFIX, type SandboxSimulators } from "./sandbox/surface.ts";
+import { indexerFollowingReadiness, registerIndexerFollowingMetrics, watchIndexerFollowing, type IndexerFollowWatch } from "./sync/indexer-following.ts";
 import { createEscrowEventConsumer, registerChainReorgMetrics, type EscrowEventConsumer } from "./sync/escrow-events.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { startMaintenance } from "./workers/maintenance.ts";
@@ -131,6 +132,8 @@ interface ChainParts {
   consumer: EscrowEventConsumer | undefined;
   /** The service signer's and the arbiter's gas money (decisions 7). */
   signerBalances: SignerBalanceWatch;
+  /** Whether the indexer follows the chain (behind, or off it after a reorganisation deeper than its finality). */
+  indexerFollowing: IndexerFollowWatch | undefined;
 }
 
 async function chainParts(options: ServiceOptions & { chain: ChainSettings }, pool: Pool, boss: PgBoss, ports: OrderEffectPorts): Promise<ChainParts> {
@@ -183,7 +186,10 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
     minimumWei: parseEther(config.signerMinBalanceEth),
     logger,
   });
-  return { gateway, sender, sanctions, view, creation, permits, consumer, signerBalances };
+  const indexerFollowing = options.indexerSchema
+    ? watchIndexerFollowing({ db: pool, indexerSchema: options.indexerSchema, publicClient: gateway.publicClient, logger })
+    : undefined;
+  return { gateway, sender, sanctions, view, creation, permits, consumer, signerBalances, indexerFollowing };
 }
 
 /** The queue workers of this process: order timers and chain sends, and with a chain the CEP checks. */
@@ -299,10 +305,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   const signerBalances = chain?.signerBalances;
   const operator = signerBalances && {
-    reports: () => ({ signerBalance: signerBalanceReadiness(signerBalances.current()) }),
+    reports: () => ({
+      signerBalance: signerBalanceReadiness(signerBalances.current()),
+      ...(chain.indexerFollowing ? { indexer: indexerFollowingReadiness(chain.indexerFollowing.current()) } : {}),
+    }),
     registerMetrics: (registry: Registry) => {
       registerSignerBalanceMetrics(registry, signerBalances);
       if (chain.consumer) registerChainReorgMetrics(registry, chain.consumer);
+      if (chain.indexerFollowing) registerIndexerFollowingMetrics(registry, chain.indexerFollowing);
     },
   };
   const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }), ...(operator ? { operator } : {}) });
@@ -321,6 +331,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       if (stopped) return;
       stopped = true;
       chain?.signerBalances.stop();
+      chain?.indexerFollowing?.stop();
       await chain?.consumer?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

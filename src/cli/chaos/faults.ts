@@ -134,7 +134,7 @@ export async function startRpcFaults(upstream: string, random: Random): Promise<
 }
 
 export interface ChainFaultCounts {
-  reorgs: { byDepth: Record<string, number>; withinConfirmations: number; beyondConfirmations: number; transactionsRemoved: number; resent: number; resendRefused: number };
+  reorgs: { byDepth: Record<string, number>; withinConfirmations: number; beyondConfirmations: number; transactionsRemoved: number; resent: number; backInMempool: number; resendRefused: number };
   drops: number;
   baseFeeRises: number;
 }
@@ -169,7 +169,7 @@ export function startChainFaults(options: {
   const node = createTestClient({ mode: "hardhat", transport: viemHttp(options.rpcUrl, { timeout: 20_000 }) }).extend(publicActions);
   const own = new Set(options.ownSigners.map((address) => address.toLowerCase()));
   const counts: ChainFaultCounts = {
-    reorgs: { byDepth: {}, withinConfirmations: 0, beyondConfirmations: 0, transactionsRemoved: 0, resent: 0, resendRefused: 0 },
+    reorgs: { byDepth: {}, withinConfirmations: 0, beyondConfirmations: 0, transactionsRemoved: 0, resent: 0, backInMempool: 0, resendRefused: 0 },
     drops: 0,
     baseFeeRises: 0,
   };
@@ -195,6 +195,11 @@ export function startChainFaults(options: {
       const removed: Transaction[] = [];
       for (let number = head + 1n; number <= top; number += 1n) removed.push(...((await node.getBlock({ blockNumber: number, includeTransactions: true })).transactions as Transaction[]));
       await node.revert({ id: snapshot });
+      // The node's revert puts its clock ahead by the time the snapshot lived (the lead grew by every
+      // reorganisation's length); the next block at the wall clock's second brings it back, as the node
+      // keeps the offset a set timestamp gives.
+      const parent = await node.getBlock();
+      await node.setNextBlockTimestamp({ timestamp: BigInt(Math.max(Number(parent.timestamp), Math.floor(Date.now() / 1000))) });
       const actual = Number(top - head);
       counts.reorgs.byDepth[actual] = (counts.reorgs.byDepth[actual] ?? 0) + 1;
       if (actual < options.confirmations) counts.reorgs.withinConfirmations += 1;
@@ -203,10 +208,18 @@ export function startChainFaults(options: {
       // Back to the mempool, in another order; a sender's later nonce waits there for its earlier one.
       const others = removed.filter((tx) => !own.has(tx.from.toLowerCase())).sort(() => random() - 0.5);
       for (const tx of others) {
+        // Sent before the snapshot, it is back in the node's mempool with it.
+        if (await node.getTransaction({ hash: tx.hash }).then(() => true, () => false)) {
+          counts.reorgs.backInMempool += 1;
+          continue;
+        }
         const raw = rawTransaction(tx);
-        const sent = raw ? await node.request({ method: "eth_sendRawTransaction", params: [raw] } as never).then(() => true, () => false) : false;
-        if (sent) counts.reorgs.resent += 1;
-        else counts.reorgs.resendRefused += 1;
+        const refusal = raw ? await node.request({ method: "eth_sendRawTransaction", params: [raw] } as never).then(() => undefined, (error: Error) => error.message.split("\n")[0]) : "its raw bytes could not be rebuilt";
+        if (refusal === undefined) counts.reorgs.resent += 1;
+        else {
+          counts.reorgs.resendRefused += 1;
+          log(`reorg: sending ${tx.hash} again was refused: ${refusal}`);
+        }
       }
       log(`reorg: ${actual} block(s) after ${head} replaced, ${removed.length} transaction(s) removed, ${others.length} of others sent again`);
     } finally {
@@ -235,7 +248,9 @@ export function startChainFaults(options: {
       (async () => {
         // Alternately within the confirmations (shallower) and beyond them (1 or 2 blocks deeper).
         for (let n = 0; !stopping; n += 1) {
-          await pause(between(random, 30_000, 60_000));
+          // Minutes apart: Ponder 0.17 spends about 64 s on each block it fetched that a reorganisation
+          // removed (eth_getLogs by that block's hash, retried 9 times), so closer ones keep it behind.
+          await pause(between(random, 100_000, 160_000));
           if (stopping) break;
           const depth = n % 2 === 0 ? Math.max(1, options.confirmations - 1) : options.confirmations + 1 + Math.floor(random() * 2);
           await steer(() => reorg(depth)).catch((error: Error) => log(`reorg failed: ${error.message.split("\n")[0]}`));

@@ -128,7 +128,7 @@ function renderFaults(faults: FaultReport): string[] {
     const r = faults.chain.reorgs;
     const depths = Object.entries(r.byDepth).map(([depth, n]) => `depth ${depth}: ${n}`).join(", ") || "none";
     if (faults.enabled.includes("reorg")) {
-      lines.push(`- Reorganisations: ${r.withinConfirmations + r.beyondConfirmations} (${r.withinConfirmations} within the confirmations, ${r.beyondConfirmations} beyond; ${depths}); ${r.transactionsRemoved} transactions removed, ${r.resent} of others' sent again by the harness (${r.resendRefused} refused), the service's left to its sender.`);
+      lines.push(`- Reorganisations: ${r.withinConfirmations + r.beyondConfirmations} (${r.withinConfirmations} within the confirmations, ${r.beyondConfirmations} beyond; ${depths}); ${r.transactionsRemoved} transactions removed, ${r.resent} of others' sent again by the harness, ${r.backInMempool} back in the mempool with the snapshot, ${r.resendRefused} refused, the service's left to its sender.`);
     }
     if (faults.enabled.includes("drop")) lines.push(`- The service's pending transactions dropped from the mempool: ${faults.chain.drops}.`);
     if (faults.enabled.includes("basefee")) lines.push(`- Base fee raised tenfold for a while: ${faults.chain.baseFeeRises} time(s).`);

@@ -18,7 +18,7 @@ import { repoRoot } from "../../src/paths.ts";
 /** Service settings a developer's shell may hold; the harness sets its own. */
 const CONFIG_VARIABLES = ["PORT", "HOST", "DATABASE_URL", "RPC_URL", "CHAIN_ID", "ESCROW_ADDRESS", "USDC_ADDRESS", "SERVICE_PRIVATE_KEY", "ARBITER_PRIVATE_KEY", "ADMIN_TOKEN", "INDEXER_SCHEMA", "CEP_URL"];
 
-test("a short chaos run: every path, a few kills of the service and the indexer, every fault of the world, no violation", { timeout: 9 * 60_000 }, async () => {
+test("a short chaos run: every path, a few kills of the service and the indexer, every fault of the world, no violation", { timeout: 15 * 60_000 }, async () => {
   const out = await mkdtemp(path.join(os.tmpdir(), "chaos-test-"));
   try {
     const env = { ...process.env };

@@ -414,7 +414,13 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
         ok: (answer) => answer.status === 200,
         done: async () => (await chainStatus()) === "Refunded",
       });
-      await waitStatus("REFUNDED", is("REFUNDED"), slack);
+      // The cancel's refund and the listing timer's race on chain; the first mined decides. Near the
+      // listing's end (a block interval, confirmations, a stuck or dropped transaction) the timer's may win.
+      const ended = await waitStatus("REFUNDED or EXPIRED", is("REFUNDED", "EXPIRED"), slack);
+      if (ended.status === "EXPIRED") {
+        trade.expected = overtakenPath(trade.path, "lock");
+        trade.deviation = `cancel: accepted, but the listing's expiry refund (the listing ended ${ended.expires_at.toISOString()}) was mined before the cancel's`;
+      }
       return;
     }
 

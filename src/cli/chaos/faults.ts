@@ -166,7 +166,8 @@ export function startChainFaults(options: {
   log: (line: string) => void;
 }): { counts: ChainFaultCounts; stop(): Promise<void> } {
   const { random, log } = options;
-  const node = createTestClient({ mode: "hardhat", transport: viemHttp(options.rpcUrl, { timeout: 20_000 }) }).extend(publicActions);
+  // No cached block number: the reorganisation reads the head right after mining.
+  const node = createTestClient({ mode: "hardhat", cacheTime: 0, transport: viemHttp(options.rpcUrl, { timeout: 20_000 }) }).extend(publicActions);
   const own = new Set(options.ownSigners.map((address) => address.toLowerCase()));
   const counts: ChainFaultCounts = {
     reorgs: { byDepth: {}, withinConfirmations: 0, beyondConfirmations: 0, transactionsRemoved: 0, resent: 0, backInMempool: 0, resendRefused: 0 },

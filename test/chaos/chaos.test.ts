@@ -23,7 +23,7 @@ test("a short chaos run: every path, a few kills of the service and the indexer,
   try {
     const env = { ...process.env };
     for (const name of CONFIG_VARIABLES) delete env[name];
-    const args = ["src/cli/chaos.ts", "--trades", "13", "--kills", "4", "--seconds", "45", "--seed", "npm-test", "--deposit-timeout", "45", "--listing-timeout", "45", "--lock-window", "60", "--settle", "150", "--progress", "15", "--out", out];
+    const args = ["src/cli/chaos.ts", "--trades", "13", "--kills", "4", "--seconds", "45", "--seed", "npm-test", "--deposit-timeout", "60", "--listing-timeout", "60", "--lock-window", "75", "--settle", "150", "--progress", "15", "--out", out];
     const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -192,6 +192,9 @@ export function startChainFaults(options: {
         await sleep(between(random, ...INTERVAL_MINING.blockMs));
         await node.mine({ blocks: 1 });
       }
+      // The other branch arrives a block interval later, as it does on a real chain: reverting while
+      // Ponder is still fetching the last doomed block's logs by its hash stalls it (see below).
+      await sleep(between(random, ...INTERVAL_MINING.blockMs));
       const top = await node.getBlockNumber();
       const removed: Transaction[] = [];
       for (let number = head + 1n; number <= top; number += 1n) removed.push(...((await node.getBlock({ blockNumber: number, includeTransactions: true })).transactions as Transaction[]));
@@ -249,9 +252,10 @@ export function startChainFaults(options: {
       (async () => {
         // Alternately within the confirmations (shallower) and beyond them (1 or 2 blocks deeper).
         for (let n = 0; !stopping; n += 1) {
-          // Minutes apart: Ponder 0.17 spends about 64 s on each block it fetched that a reorganisation
-          // removed (eth_getLogs by that block's hash, retried 9 times), so closer ones keep it behind.
-          await pause(between(random, 100_000, 160_000));
+          // Ponder 0.17 spends about 64 s on a block whose logs it is fetching by hash when a reorganisation
+          // removes it (eth_getLogs retried 9 times): the reverts wait a block interval (above) and come a
+          // minute or two apart, the first two sooner so a short run sees both depths.
+          await pause(n < 2 ? between(random, 30_000, 60_000) : between(random, 60_000, 120_000));
           if (stopping) break;
           const depth = n % 2 === 0 ? Math.max(1, options.confirmations - 1) : options.confirmations + 1 + Math.floor(random() * 2);
           await steer(() => reorg(depth)).catch((error: Error) => log(`reorg failed: ${error.message.split("\n")[0]}`));

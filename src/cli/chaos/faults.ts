@@ -57,11 +57,11 @@ export interface ChaosPostgres {
   stop(): Promise<void>;
 }
 
-export async function startChaosPostgres(log: (line: string) => void): Promise<ChaosPostgres> {
+/** `port`: a free one of the run's own (not the embedded default 54329, which a concurrent run could take while this one is down). */
+export async function startChaosPostgres(port: number, log: (line: string) => void): Promise<ChaosPostgres> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "offramp-chaos-pg-"));
   const logger = createLogger("warn");
-  let server: EmbeddedDatabase = await startEmbeddedPostgres(dataDir, logger);
-  const port = Number(new URL(server.url).port);
+  let server: EmbeddedDatabase = await startEmbeddedPostgres(dataDir, logger, { port });
   const serverUrl = Object.assign(new URL(server.url), { pathname: "/postgres" }).toString();
   const outageSeconds: number[] = [];
   let kills = 0;

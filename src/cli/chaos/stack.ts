@@ -139,7 +139,7 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
     if (rpcFaults) cleanups.push(() => rpcFaults.close());
     const stackRpcUrl = rpcFaults?.rpcUrl ?? chain.rpcUrl;
     const confirmations = options.faults.has("interval") ? INTERVAL_MINING.confirmations : 0;
-    const postgres = options.faults.has("postgres") ? await startChaosPostgres(log) : undefined;
+    const postgres = options.faults.has("postgres") ? await startChaosPostgres(await freePort(), log) : undefined;
     if (postgres) cleanups.push(() => postgres.stop());
     const serverUrl = postgres?.serverUrl ?? SERVER_URL;
     const database = await createDatabase(serverUrl);

@@ -148,7 +148,8 @@ export async function startIntervalMining(rpcUrl: string): Promise<void> {
 
 /** The raw bytes of a mined transaction (same bytes, same hash), so it can be sent again. */
 function rawTransaction(tx: Transaction): Hex | undefined {
-  const raw = serializeTransaction(tx as never, { r: tx.r, s: tx.s, ...(tx.yParity !== undefined ? { yParity: tx.yParity } : { v: tx.v }) } as never);
+  // A fetched transaction holds its calldata as `input`; the serializer reads `data`.
+  const raw = serializeTransaction({ ...tx, data: tx.input } as never, { r: tx.r, s: tx.s, ...(tx.yParity !== undefined ? { yParity: tx.yParity } : { v: tx.v }) } as never);
   return keccak256(raw) === tx.hash ? raw : undefined;
 }
 

@@ -1,6 +1,8 @@
-// `npm run chaos [-- --trades N --kills N --seconds S --seed X ...]` (decisions section 15): many
+// `npm run chaos [-- --trades N --kills N --seconds S --seed X --faults L ...]` (decisions section 15): many
 // concurrent trades along every path while the service and the indexer are SIGKILLed at random moments
-// and restarted, against a chain and a database that outlive them; then every order is checked against
+// and restarted, and the world around them fails (`--faults`, all by default: PostgreSQL killed, RPC
+// faults, interval mining with confirmations, reorganisations, dropped transactions, a tenfold base fee,
+// src/cli/chaos/faults.ts); then every order is checked against
 // the chain, the indexer, the service's transaction records and the webhook receiver. Prints a progress
 // line as it goes, writes bench/results/chaos-<date>.md and .json, and exits 1 when anything is wrong.
 // How it works and how to read the report: docs/chaos.md.
@@ -17,7 +19,9 @@ import { startOutside, type Outage } from "./chaos/outside.ts";
 import { PATH_NAMES, type PathName } from "./chaos/paths.ts";
 import { sleep, startChaosStack, type ChaosStack, type Killable } from "./chaos/stack.ts";
 import { renderMarkdown, type ChaosReport } from "./chaos/report.ts";
+import { FAULT_NAMES, INTERVAL_MINING, parseFaults, startChainFaults, type ChainFaultCounts } from "./chaos/faults.ts";
 import { repoRoot } from "../paths.ts";
+import { devAccounts, DEV_ACCOUNT } from "../stack/local-node.ts";
 
 
 const { values } = parseArgs({
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     kills: { type: "string", default: "100" },
     seconds: { type: "string", default: "900" },
     seed: { type: "string" },
+    faults: { type: "string", default: "all" },
     concurrency: { type: "string", default: "40" },
     settle: { type: "string", default: "300" },
     "deposit-timeout": { type: "string", default: "90" },
@@ -49,6 +54,13 @@ if (values.help) {
   --kills N             SIGKILLs of the service and the indexer, at least (default 100)
   --seconds S           window over which trades start and kills are spread (default 900)
   --seed X              seed of every random choice (default: random, printed)
+  --faults L            faults of the world around the service, comma-separated, or all (default) or none:
+                        postgres  the run's own PostgreSQL SIGKILLed and restarted
+                        rpc       RPC through two fault proxies (429, 5xx, resets, timeouts, delay, lag, getLogs limit)
+                        interval  a block every 1-2 s, CHAIN_CONFIRMATIONS 2, the indexer polling every second
+                        reorg     reorganisations within and beyond the confirmations (needs interval)
+                        drop      the service's pending transactions dropped from the mempool (needs interval)
+                        basefee   the base fee raised tenfold for a while, then back
   --concurrency N       trades in flight at most (default 40)
   --settle S            longest wait for quiescence after the last trade (default 300)
   --deposit-timeout S   DEPOSIT_TIMEOUT_SECONDS of the service (default 90)
@@ -57,7 +69,8 @@ if (values.help) {
   --webhook-delays L    WEBHOOK_RETRY_DELAYS_SECONDS (default 1,2,4,8)
   --progress S          seconds between progress lines (default 30)
   --out DIR             where the report goes (default bench/results)
-  --keep-db             keep the run's database (its name is printed) for a look afterwards
+  --keep-db             keep the run's database (its name is printed) for a look afterwards (not with the
+                        postgres fault: the run's own server stops at the end)
   --real-indexer-lock   after killing the indexer, wait out Ponder's 25 s schema lock instead of clearing it
   --serialize-wallets   never overlap one sandbox wallet's actions (by default they overlap, exercising the
                         sandbox's per-wallet nonce handling as concurrent clients do; --concurrent-wallets is that default)`);
@@ -72,11 +85,20 @@ const int = (name: string, value: string | undefined, min: number): number => {
   }
   return parsed;
 };
+const faults = (() => {
+  try {
+    return parseFaults(values.faults!);
+  } catch (error) {
+    console.error(`--faults: ${(error as Error).message}`);
+    process.exit(2);
+  }
+})();
 const options = {
   trades: int("trades", values.trades, 1),
   kills: int("kills", values.kills, 0),
   seconds: int("seconds", values.seconds, 1),
   seed: values.seed ?? String(Math.floor(Math.random() * 2 ** 31)),
+  faults: FAULT_NAMES.filter((name) => faults.has(name)),
   concurrency: int("concurrency", values.concurrency, 1),
   settleSeconds: int("settle", values.settle, 1),
   depositTimeoutSeconds: int("deposit-timeout", values["deposit-timeout"], 10),
@@ -104,6 +126,7 @@ function seededRandom(seed: string): () => number {
 // Separate streams, so the kill schedule does not shift when a trade's choices change, and back.
 const tradeRandom = seededRandom(`${options.seed}:trades`);
 const killRandom = { service: seededRandom(`${options.seed}:kills:service`), indexer: seededRandom(`${options.seed}:kills:indexer`) };
+const faultRandom = { rpc: seededRandom(`${options.seed}:faults:rpc`), chain: seededRandom(`${options.seed}:faults:chain`), postgres: seededRandom(`${options.seed}:faults:postgres`) };
 const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
 const runStart = Date.now();
@@ -121,6 +144,7 @@ const restartSeconds: number[] = [];
 const crashes: string[] = [];
 let maxDriftSeconds = 0;
 let stack: ChaosStack | undefined;
+let chainFaultCounts: ChainFaultCounts | undefined;
 let stats: CheckStats | undefined;
 let settled = false;
 let setupError: string | undefined;
@@ -135,7 +159,7 @@ process.once("SIGINT", () => {
     process.exit(130);
   })();
 });
-log(`seed ${options.seed}; ${options.trades} trades, ${options.kills} kills over ${options.seconds} s; logs in ${logDir}`);
+log(`seed ${options.seed}; ${options.trades} trades, ${options.kills} kills over ${options.seconds} s; faults: ${options.faults.join(", ") || "none"}; logs in ${logDir}`);
 const outside = await startOutside();
 
 try {
@@ -144,6 +168,8 @@ try {
     logDir,
     log,
     realIndexerLock: options.realIndexerLock,
+    faults,
+    random: faultRandom.rpc,
     serviceEnv: {
       LOG_LEVEL: "warn",
       DEPOSIT_TIMEOUT_SECONDS: String(options.depositTimeoutSeconds),
@@ -285,6 +311,30 @@ try {
   };
   const serviceKills = Math.round(options.kills * 0.7);
   const killer = Promise.all([killerFor(running.service, serviceKills), killerFor(running.indexer, options.kills - serviceKills)]);
+  // PostgreSQL: killed every 40 to 80 s over the window, down 1 to 5 s before it is started again.
+  const postgresKiller = (async () => {
+    const postgres = running.postgres;
+    if (!postgres) return;
+    const random = faultRandom.postgres;
+    for (let next = Date.now() + 15_000 + random() * 25_000; ; next = Date.now() + 40_000 + random() * 40_000) {
+      while (Date.now() < next && !stopKiller) await sleep(250);
+      if (stopKiller) return;
+      log(`killing PostgreSQL (SIGKILL to the postmaster)`);
+      await postgres.killAndRestart(1_000 + random() * 4_000).catch((error: Error) => {
+        violations.push({ kind: "restart-failed", detail: `PostgreSQL did not start again: ${error.message.slice(0, 500)}` });
+      });
+      log(`PostgreSQL is back after ${postgres.outageSeconds.at(-1)?.toFixed(1)} s`);
+    }
+  })();
+  const chainFaults = startChainFaults({
+    rpcUrl: running.chain.rpcUrl,
+    faults,
+    random: faultRandom.chain,
+    confirmations: running.confirmations,
+    ownSigners: [devAccounts[DEV_ACCOUNT.service].address, devAccounts[DEV_ACCOUNT.arbiter].address],
+    log,
+  });
+  chainFaultCounts = chainFaults.counts;
   // A child that died on its own (a crash, recorded above) is started again too.
   const supervisor = setInterval(() => {
     for (const child of [running.service, running.indexer]) {
@@ -327,6 +377,8 @@ try {
   if (kills.service + kills.indexer < options.kills) log(`killing on until ${options.kills} kills`);
   await killer;
   stopKiller = true;
+  await postgresKiller;
+  await chainFaults.stop();
   clearInterval(supervisor);
   while (busy.size > 0) await sleep(200);
   for (const child of [running.service, running.indexer]) if (!child.up) await restart(child).catch(() => undefined);
@@ -430,6 +482,19 @@ const report: ChaosReport = {
     duringStartUp: earlyKills.service + earlyKills.indexer,
     restartSecondsMean: restartSeconds.length ? Math.round((restartSeconds.reduce((a, b) => a + b, 0) / restartSeconds.length) * 10) / 10 : null,
     restartSecondsMax: restartSeconds.length ? Math.round(Math.max(...restartSeconds) * 10) / 10 : null,
+  },
+  faults: {
+    enabled: options.faults,
+    postgres: stack?.postgres
+      ? {
+          kills: stack.postgres.kills,
+          outageSecondsMean: stack.postgres.outageSeconds.length ? Math.round((stack.postgres.outageSeconds.reduce((a, b) => a + b, 0) / stack.postgres.outageSeconds.length) * 10) / 10 : null,
+          outageSecondsMax: stack.postgres.outageSeconds.length ? Math.round(Math.max(...stack.postgres.outageSeconds) * 10) / 10 : null,
+        }
+      : null,
+    rpc: stack?.rpcFaults ? { endpoints: stack.rpcFaults.proxies.length, counts: stack.rpcFaults.counts() } : null,
+    interval: faults.has("interval") ? { blockMs: INTERVAL_MINING.blockMs, confirmations: INTERVAL_MINING.confirmations, indexerPollingMs: INTERVAL_MINING.pollingMs } : null,
+    chain: chainFaultCounts ?? null,
   },
   settled,
   maxChainClockLeadSeconds: Math.round(maxDriftSeconds),

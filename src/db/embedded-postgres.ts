@@ -37,6 +37,8 @@ export interface EmbeddedPostgresOptions {
   packageDir?: string;
   /** The root-owned base for what the postgres user must reach; default /var/lib/offramp. For tests. */
   rootBase?: string;
+  /** The server's port; default 54329, or a free one when that is taken. A fixed one lets a restart keep its URL (npm run chaos). */
+  port?: number;
 }
 
 const DATABASE = "offramp";
@@ -271,7 +273,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, opt
   const fresh = !isCluster(databaseDir);
   if (fresh) await initialise(nativeDir, databaseDir, ids);
 
-  const port = await freePort(54329);
+  const port = options.port ?? (await freePort(54329));
   const serverUrl = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
   const child: ChildProcess = spawn(path.join(nativeDir, "bin", "postgres"), ["-D", databaseDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1"], {
     ...ids,

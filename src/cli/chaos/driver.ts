@@ -207,6 +207,16 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
     }
     return { status: response.status, body: parsed as T };
   }
+  /** The harness's reads of the database, through PostgreSQL's outages (`--faults postgres`): retried for a minute. */
+  const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> => {
+    for (const deadline = Date.now() + 60_000; ; await sleep(500)) {
+      try {
+        return await ctx.pool.query<R>(text, values);
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+      }
+    }
+  };
   const partnerHeaders = (idempotencyKey?: string) => ({ "X-API-Key": trade.partner.apiKey, ...(idempotencyKey ? { "Idempotency-Key": idempotencyKey } : {}) });
 
   /**
@@ -278,7 +288,7 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
     return row;
   };
   const is = (...statuses: string[]) => (row: OrderState) => statuses.includes(row.status);
-  const hasTimeline = async (event: string) => (await ctx.pool.query("SELECT 1 FROM order_timeline WHERE order_id = $1 AND event = $2", [trade.orderId, event])).rowCount! > 0;
+  const hasTimeline = async (event: string) => (await query("SELECT 1 FROM order_timeline WHERE order_id = $1 AND event = $2", [trade.orderId, event])).rowCount! > 0;
   const waitTimeline = async (event: string, timeoutMs: number): Promise<void> => {
     for (const deadline = Date.now() + timeoutMs; !(await hasTimeline(event).catch(() => false)); await sleep(400)) {
       if (Date.now() > deadline) throw new StepFailed(`waiting for ${event}: not within ${Math.round(timeoutMs / 1000)} s`);
@@ -300,7 +310,7 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
    * from a stranger's, which the service holds for an operator.
    */
   async function pay(thirdParty = false): Promise<void> {
-    const { rows } = await ctx.pool.query<{
+    const { rows } = await query<{
       seller_clabe: string;
       total_mxn: string;
       locked_at: Date;
@@ -382,14 +392,14 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
     if (trade.path === "cancel_pending") {
       await step("cancel", () => call("POST", `/api/v1/orders/${trade.orderId}/cancel`, partnerHeaders(`cancel-${trade.ref}`)), {
         ok: (answer) => answer.status === 200,
-        done: async () => (await ctx.pool.query("SELECT 1 FROM orders WHERE id = $1 AND status = 'EXPIRED'", [trade.orderId])).rowCount === 1,
+        done: async () => (await query("SELECT 1 FROM orders WHERE id = $1 AND status = 'EXPIRED'", [trade.orderId])).rowCount === 1,
       });
       await waitStatus("EXPIRED", is("EXPIRED"), slack);
       return;
     }
 
     current = "deposit";
-    const { rows: deadlineRows } = await ctx.pool.query<{ deposit_deadline: Date }>("SELECT deposit_deadline FROM orders WHERE id = $1", [trade.orderId]);
+    const { rows: deadlineRows } = await query<{ deposit_deadline: Date }>("SELECT deposit_deadline FROM orders WHERE id = $1", [trade.orderId]);
     const depositDeadline = deadlineRows[0]!.deposit_deadline.getTime();
     await sandboxAction("deposit", trade.seller, "deposit", { sellerWallet: trade.seller }, ["Active", "Locked", "Disputed", "Released", "Refunded"], () => closed(depositDeadline));
     let row = await waitStatus("ACTIVE", (r) => r.status !== "PENDING_DEPOSIT", depositTimeoutSeconds * 1000 + slack);
@@ -404,7 +414,13 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
         ok: (answer) => answer.status === 200,
         done: async () => (await chainStatus()) === "Refunded",
       });
-      await waitStatus("REFUNDED", is("REFUNDED"), slack);
+      // The cancel's refund and the listing timer's race on chain; the first mined decides. Near the
+      // listing's end (a block interval, confirmations, a stuck or dropped transaction) the timer's may win.
+      const ended = await waitStatus("REFUNDED or EXPIRED", is("REFUNDED", "EXPIRED"), slack);
+      if (ended.status === "EXPIRED") {
+        trade.expected = overtakenPath(trade.path, "lock");
+        trade.deviation = `cancel: accepted, but the listing's expiry refund (the listing ended ${ended.expires_at.toISOString()}) was mined before the cancel's`;
+      }
       return;
     }
 
@@ -453,7 +469,7 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
       {
         ok: (answer) => answer.status === 200,
         done: async () =>
-          (await ctx.pool.query("SELECT 1 FROM order_timeline WHERE order_id = $1 AND event IN ('DISPUTE_RESOLUTION_REQUESTED', 'DISPUTE_RESOLVED')", [trade.orderId])).rowCount! > 0,
+          (await query("SELECT 1 FROM order_timeline WHERE order_id = $1 AND event IN ('DISPUTE_RESOLUTION_REQUESTED', 'DISPUTE_RESOLVED')", [trade.orderId])).rowCount! > 0,
       },
     );
     if (spec.resolution !== "NO_FAULT_RETRY") {

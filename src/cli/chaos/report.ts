@@ -1,6 +1,17 @@
 // The report of `npm run chaos`: bench/results/chaos-<date>.json (everything) and .md (for people).
 import type { CheckStats, Violation } from "./checks.ts";
 import type { Incident } from "./driver.ts";
+import type { ChainFaultCounts } from "./faults.ts";
+
+/** How many of each fault of the world around the service the run caused (`--faults`). */
+export interface FaultReport {
+  enabled: string[];
+  postgres: { kills: number; outageSecondsMean: number | null; outageSecondsMax: number | null } | null;
+  /** The fault proxies' counts, summed over the endpoints (requests and each kind of fault). */
+  rpc: { endpoints: number; counts: Record<string, number> } | null;
+  interval: { blockMs: [number, number]; confirmations: number; indexerPollingMs: number } | null;
+  chain: ChainFaultCounts | null;
+}
 
 export interface ChaosReport {
   startedAt: string;
@@ -20,6 +31,7 @@ export interface ChaosReport {
     list: Record<string, unknown>[];
   };
   kills: { service: number; indexer: number; total: number; duringStartUp: number; restartSecondsMean: number | null; restartSecondsMax: number | null };
+  faults: FaultReport;
   settled: boolean;
   maxChainClockLeadSeconds: number;
   incidents: { serverErrors: number; refusedOrCut: number; serverErrorSamples: Incident[] };
@@ -55,6 +67,7 @@ export function renderMarkdown(report: ChaosReport): string {
     "|---:|---:|---:|---:|---:|---:|",
     `| ${report.kills.service} | ${report.kills.indexer} | ${report.kills.total} | ${report.kills.duringStartUp} | ${report.kills.restartSecondsMean ?? "-"} s | ${report.kills.restartSecondsMax ?? "-"} s |`,
     "",
+    ...renderFaults(report.faults),
     `Quiescent at the end: ${report.settled ? "yes" : "no (checked anyway)"}. Requests the driver retried: ${report.incidents.refusedOrCut} refused or cut connections (service down), ${report.incidents.serverErrors} answers 5xx.`,
     `Chain clock's largest lead over the wall clock: ${report.maxChainClockLeadSeconds} s. Known issues seen in the service log: "nonce too low" ${report.knownIssues.nonceTooLow} time(s), DepositDeadlinePassed ${report.knownIssues.depositDeadlinePassed} time(s).`,
     "",
@@ -97,4 +110,28 @@ export function renderMarkdown(report: ChaosReport): string {
   }
   if (report.setupError) lines.push("## Harness error", "", "```", report.setupError, "```", "");
   return `${lines.join("\n")}\n`;
+}
+
+function renderFaults(faults: FaultReport): string[] {
+  const lines = ["## Faults of the world around the service", ""];
+  if (faults.enabled.length === 0) return [...lines, "None (`--faults none`): only the kills above.", ""];
+  lines.push(`Enabled: ${faults.enabled.join(", ")}.`, "");
+  if (faults.postgres) lines.push(`- PostgreSQL SIGKILLed and restarted: ${faults.postgres.kills} time(s), down ${faults.postgres.outageSecondsMean ?? "-"} s on average, ${faults.postgres.outageSecondsMax ?? "-"} s at most.`);
+  if (faults.rpc) {
+    const c = faults.rpc.counts;
+    lines.push(
+      `- RPC through ${faults.rpc.endpoints} fault proxies: ${c.requests ?? 0} requests; 429 ${c.rateLimited ?? 0}, 5xx ${c.serverError ?? 0}, reset before the node ${c.resetBefore ?? 0}, reset after it answered ${c.resetAfter ?? 0}, held until timeout ${c.timeout ?? 0}, delayed ${c.delayed ?? 0}, served from a lagging head ${c.lagged ?? 0}, eth_getLogs range refused ${c.logRangeRefused ?? 0}.`,
+    );
+  }
+  if (faults.interval) lines.push(`- Interval mining: a block every ${faults.interval.blockMs[0] / 1000} to ${faults.interval.blockMs[1] / 1000} s, CHAIN_CONFIRMATIONS ${faults.interval.confirmations}, the indexer polling every ${faults.interval.indexerPollingMs / 1000} s.`);
+  if (faults.chain) {
+    const r = faults.chain.reorgs;
+    const depths = Object.entries(r.byDepth).map(([depth, n]) => `depth ${depth}: ${n}`).join(", ") || "none";
+    if (faults.enabled.includes("reorg")) {
+      lines.push(`- Reorganisations: ${r.withinConfirmations + r.beyondConfirmations} (${r.withinConfirmations} within the confirmations, ${r.beyondConfirmations} beyond; ${depths}); ${r.transactionsRemoved} transactions removed, ${r.resent} of others' sent again by the harness, ${r.backInMempool} back in the mempool with the snapshot, ${r.resendRefused} refused, the service's left to its sender.`);
+    }
+    if (faults.enabled.includes("drop")) lines.push(`- The service's pending transactions dropped from the mempool: ${faults.chain.drops}.`);
+    if (faults.enabled.includes("basefee")) lines.push(`- Base fee raised tenfold for a while: ${faults.chain.baseFeeRises} time(s).`);
+  }
+  return [...lines, ""];
 }

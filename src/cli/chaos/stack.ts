@@ -1,6 +1,7 @@
 // What `npm run chaos` runs and kills. The chain (a Hardhat node with the escrow and test USDC deployed)
-// and the database (a fresh one on the PostgreSQL server of TEST_DATABASE_URL) belong to the harness
-// and outlive everything else; the Ponder indexer and the service (API and workers, src/cli/chaos/
+// and the database (a fresh one on the PostgreSQL server of TEST_DATABASE_URL, or with `--faults postgres`
+// on the harness's own server, which it kills too) belong to the harness and outlive everything else;
+// with `--faults rpc` the service and the indexer reach the chain through two fault proxies (faults.ts); the Ponder indexer and the service (API and workers, src/cli/chaos/
 // service-process.ts) are child processes it SIGKILLs at random moments and starts again on the same
 // database, schema, chain and port.
 import { spawn, type ChildProcess } from "node:child_process";
@@ -19,6 +20,7 @@ import { testUsdcAbi } from "../../chain/escrow-abi.ts";
 import { createPublicClient, createWalletClient, http as viemHttp } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { repoRoot } from "../../paths.ts";
+import { INTERVAL_MINING, startChaosPostgres, startIntervalMining, startRpcFaults, type ChaosPostgres, type FaultName, type RpcFaults } from "./faults.ts";
 
 const serviceScript = path.join(repoRoot, "src/cli/chaos/service-process.ts");
 
@@ -66,6 +68,12 @@ export interface ChaosStack {
   serviceUrl: string;
   service: Killable;
   indexer: Killable;
+  /** The harness's own PostgreSQL (`--faults postgres`). */
+  postgres: ChaosPostgres | undefined;
+  /** The fault proxies the service and the indexer reach the chain through (`--faults rpc`). */
+  rpcFaults: RpcFaults | undefined;
+  /** CHAIN_CONFIRMATIONS of the service (above 0 with `--faults interval`). */
+  confirmations: number;
   close(options: { keepDatabase: boolean }): Promise<void>;
 }
 
@@ -78,24 +86,27 @@ export interface StackOptions {
   log: (line: string) => void;
   /** Leave Ponder's lock to expire (25 s after its last heartbeat) instead of clearing it after a kill. */
   realIndexerLock: boolean;
+  faults: Set<FaultName>;
+  /** The fault proxies' random choices. */
+  random: () => number;
 }
 
-async function createDatabase(): Promise<{ url: string; name: string }> {
+async function createDatabase(serverUrl: string): Promise<{ url: string; name: string }> {
   const name = `offramp_chaos_${randomBytes(5).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: SERVER_URL });
+  const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
   } finally {
     await admin.end();
   }
-  const url = new URL(SERVER_URL);
+  const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return { url: url.toString(), name };
 }
 
-async function dropDatabase(name: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: SERVER_URL });
+async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -123,9 +134,18 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
       const hash = await deployer.writeContract({ address: deployment.usdcAddress, abi: testUsdcAbi, functionName: "mint", args: [wallet.address, 10n ** 15n], chain: null });
       await reader.waitForTransactionReceipt({ hash });
     }
-    const database = await createDatabase();
+    if (options.faults.has("interval")) await startIntervalMining(chain.rpcUrl);
+    const rpcFaults = options.faults.has("rpc") ? await startRpcFaults(chain.rpcUrl, options.random) : undefined;
+    if (rpcFaults) cleanups.push(() => rpcFaults.close());
+    const stackRpcUrl = rpcFaults?.rpcUrl ?? chain.rpcUrl;
+    const confirmations = options.faults.has("interval") ? INTERVAL_MINING.confirmations : 0;
+    const postgres = options.faults.has("postgres") ? await startChaosPostgres(await freePort(), log) : undefined;
+    if (postgres) cleanups.push(() => postgres.stop());
+    const serverUrl = postgres?.serverUrl ?? SERVER_URL;
+    const database = await createDatabase(serverUrl);
     let dropOnClose = true;
-    cleanups.push(() => (dropOnClose ? dropDatabase(database.name) : Promise.resolve()));
+    // The harness's own server goes with its data; a kept database stays on it only while it runs.
+    cleanups.push(() => (dropOnClose && !postgres ? dropDatabase(serverUrl, database.name) : Promise.resolve()));
     const pool = new pg.Pool({ connectionString: database.url, max: 6, application_name: "offramp-chaos" });
     pool.on("error", () => undefined); // idle sessions cut by a drop at the end
     cleanups.push(() => pool.end());
@@ -140,7 +160,16 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
       arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
     };
     const indexerSchema = `ponder_chaos_${randomBytes(4).toString("hex")}`;
-    const indexer = indexerChild({ databaseUrl: database.url, schema: indexerSchema, chainSettings, deployment, pool, logFile: path.join(options.logDir, "indexer.log"), realLock: options.realIndexerLock });
+    const indexer = indexerChild({
+      databaseUrl: database.url,
+      schema: indexerSchema,
+      chainSettings: { ...chainSettings, rpcUrl: stackRpcUrl },
+      deployment,
+      pool,
+      logFile: path.join(options.logDir, "indexer.log"),
+      realLock: options.realIndexerLock,
+      ...(options.faults.has("interval") ? { pollingIntervalMs: INTERVAL_MINING.pollingMs } : {}),
+    });
     await indexer.start();
     cleanups.push(() => indexer.stop());
 
@@ -150,7 +179,8 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
         ...options.serviceEnv,
         DATABASE_URL: database.url,
         INDEXER_SCHEMA: indexerSchema,
-        RPC_URL: chain.rpcUrl,
+        RPC_URL: stackRpcUrl,
+        CHAIN_CONFIRMATIONS: String(confirmations),
         CHAIN_ID: String(deployment.chainId),
         ESCROW_ADDRESS: deployment.escrowAddress,
         USDC_ADDRESS: deployment.usdcAddress,
@@ -175,6 +205,9 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
       serviceUrl: `http://127.0.0.1:${port}`,
       service,
       indexer,
+      postgres,
+      rpcFaults,
+      confirmations,
       async close({ keepDatabase }) {
         dropOnClose = !keepDatabase;
         await unwind();
@@ -284,6 +317,7 @@ function indexerChild(options: {
   pool: pg.Pool;
   logFile: string;
   realLock: boolean;
+  pollingIntervalMs?: number;
 }): Killable {
   let indexer: Indexer | undefined;
   let up = false;
@@ -319,6 +353,7 @@ function indexerChild(options: {
         logFile: options.logFile,
         logLevel: "warn",
         readyTimeoutMs: 180_000,
+        ...(options.pollingIntervalMs === undefined ? {} : { pollingIntervalMs: options.pollingIntervalMs }),
       });
       indexer = started;
       up = true;

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { eventTable } from "../../src/sync/indexer-tables.ts";
 import type { Pool } from "../../src/db/pool.ts";
 import { OpenApiMismatchError } from "../support/openapi-check.ts";
-import { SELLER_CLABE, waitFor } from "../support/trade-stack.ts";
+import { SELLER_CLABE, waitForSettled } from "../support/trade-stack.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -203,16 +203,9 @@ export async function escrowEventCounts(pool: Pool, indexerSchema: string, escro
   return Object.fromEntries(rows.map((row) => [row.event_name, Number(row.n)]));
 }
 
-/**
- * Each order's chain transactions: every one MINED, no action twice. Waits while one is still being
- * settled: the order takes its end from the confirmed event, and the sender settles its row at the same
- * depth in its own job, so on an interval-mined chain either may come first.
- */
+/** Each order's chain transactions, once settled (waitForSettled says why it waits): every one MINED, no action twice. */
 export async function assertTransactionsOnce(pool: Pool, orderId: string): Promise<void> {
-  const rows = await waitFor(`order ${orderId}'s transactions settled`, async () => {
-    const { rows: found } = await pool.query<{ action: string; status: string; request_key: string }>("SELECT action, status, request_key FROM chain_transactions WHERE order_id = $1", [orderId]);
-    return found.some((row) => row.status === "PENDING" || row.status === "SENT") ? undefined : found;
-  });
+  const rows = await waitForSettled(`order ${orderId}'s transactions`, async () => (await pool.query<{ action: string; status: string; request_key: string }>("SELECT action, status, request_key FROM chain_transactions WHERE order_id = $1", [orderId])).rows);
   for (const row of rows) assert.equal(row.status, "MINED", `order ${orderId}: ${row.action} is ${row.status}`);
   const keys = rows.map((row) => row.request_key);
   assert.equal(new Set(keys).size, keys.length);

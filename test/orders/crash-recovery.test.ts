@@ -12,7 +12,7 @@ import { signedCancel } from "../chain/support/signed-cancel.ts";
 import { holdUserCreation } from "../support/database.ts";
 import { ADMIN_TOKEN } from "../support/service.ts";
 import type { ServiceProcessSpec } from "../support/service-process.ts";
-import { SELLER_CLABE, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
+import { SELLER_CLABE, startChainStack, waitFor, waitForSettled, type ChainStack } from "../support/trade-stack.ts";
 
 type Json = Record<string, unknown>;
 
@@ -121,7 +121,7 @@ describe("a SIGKILL of the service in the middle of a trade", () => {
       [String(order.body.escrowOrderId)],
     );
     assert.equal(refunds[0].n, 1, "one refund on chain");
-    const { rows: sent } = await pool.query("SELECT action, status FROM chain_transactions WHERE order_id = $1", [orderId]);
+    const sent = await waitForSettled("the refund", async () => (await pool.query<{ action: string; status: string }>("SELECT action, status FROM chain_transactions WHERE order_id = $1", [orderId])).rows);
     assert.deepEqual(sent, [{ action: "refundExpiredLock", status: "MINED" }]);
     const { rows: events } = await pool.query<{ event_type: string; sequence: number }>("SELECT event_type, sequence FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
     assert.deepEqual(events.map((event) => event.event_type), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);

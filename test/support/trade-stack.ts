@@ -131,6 +131,11 @@ export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] 
   return body.result;
 }
 
+/** The service's configuration a chain's mining calls for: on an interval chain, events applied 3 blocks deep. */
+function miningEnv(mining: TradeChain): Record<string, string> {
+  return mining === "interval" ? { CHAIN_CONFIRMATIONS: String(INTERVAL_CHAIN.confirmations) } : {};
+}
+
 /**
  * The real thing for trade tests: the chain stack plus the service consuming Ponder's events, and an
  * ENTERPRISE partner. `env` sets the service's configuration (on an interval chain CHAIN_CONFIRMATIONS
@@ -139,8 +144,7 @@ export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] 
 export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}, chainOptions: ChainStackOptions = {}): Promise<TradeStack> {
   const chainStack = await startChainStack(chainOptions);
   try {
-    const chainEnv: Record<string, string> = chainStack.mining === "interval" ? { CHAIN_CONFIRMATIONS: String(INTERVAL_CHAIN.confirmations) } : {};
-    const service = await startTestService({ ...chainEnv, ...env }, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
+    const service = await startTestService({ ...miningEnv(chainStack.mining), ...env }, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
     try {
       const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
       return {
@@ -171,6 +175,18 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(100);
   }
+}
+
+/**
+ * Waits until none of the chain transactions `load` returns is still being sent (PENDING or SENT) and
+ * returns them. An order takes its end from the confirmed event while the sender settles its row at the
+ * same depth in its own job, so on an interval-mined chain either may come first.
+ */
+export async function waitForSettled<T extends { status: string }>(what: string, load: () => Promise<T[]>, timeoutMs = DEFAULT_WAIT_MS): Promise<T[]> {
+  return waitFor(`${what} settled`, async () => {
+    const rows = await load();
+    return rows.some((row) => row.status === "PENDING" || row.status === "SENT") ? undefined : rows;
+  }, timeoutMs);
 }
 
 /** A valid CLABE at BBVA (prefix 012) for test sellers. */
@@ -248,6 +264,7 @@ export async function spawnServiceProcess(stack: ChainStack, env: Record<string,
       ARBITER_PRIVATE_KEY: stack.chainSettings.arbiterPrivateKey,
       ADMIN_TOKEN,
       PORT: "0",
+      ...miningEnv(stack.mining),
       ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],

@@ -57,6 +57,7 @@ export interface AdminDetail extends Json {
   escrowOrderId: string;
   totalMxn: number;
   timeline: { event: string; data: Json }[];
+  transactions: { action: string; status: string; txHash: string | null }[];
 }
 
 export async function adminOrder(client: Client, orderId: string): Promise<AdminDetail> {
@@ -71,7 +72,7 @@ export async function waitForOrder(client: Client, orderId: string, what: string
   for (;;) {
     const detail = await adminOrder(client, orderId);
     if (done(detail)) return detail;
-    if (Date.now() > deadline) throw new Error(`order ${orderId}: timed out waiting for ${what}; it is ${detail.status}, timeline ${detail.timeline.map((entry) => entry.event).join(" ")}`);
+    if (Date.now() > deadline) throw new Error(`order ${orderId}: timed out waiting for ${what}; it is ${detail.status}, timeline ${detail.timeline.map((entry) => entry.event).join(" ")}, transactions ${detail.transactions.map((tx) => `${tx.action} ${tx.status} ${tx.txHash ?? "unsigned"}`).join(", ") || "none"}`);
     await sleep(250);
   }
 }

@@ -9,6 +9,7 @@ import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
+import type { SendOutcome, TransactionSender } from "../../src/chain/transaction-sender.ts";
 import type { ServiceOptions } from "../../src/main.ts";
 import { createTestDatabase } from "./database.ts";
 import { ADMIN_TOKEN, startTestService, type TestService } from "./service.ts";
@@ -187,6 +188,14 @@ export async function waitForSettled<T extends { status: string }>(what: string,
     const rows = await load();
     return rows.some((row) => row.status === "PENDING" || row.status === "SENT") ? undefined : rows;
   }, timeoutMs);
+}
+
+/** Steps the sender until its transaction settles: on an interval chain it is mined, and final, blocks after it is sent. */
+export async function settleTransaction(sender: Pick<TransactionSender, "process">, id: string): Promise<SendOutcome> {
+  return waitFor(`transaction ${id} settled`, async () => {
+    const outcome = await sender.process(id);
+    return outcome === "SENT" ? undefined : outcome;
+  });
 }
 
 /** A valid CLABE at BBVA (prefix 012) for test sellers. */

@@ -190,6 +190,15 @@ export async function waitForSettled<T extends { status: string }>(what: string,
   }, timeoutMs);
 }
 
+/**
+ * The transactions that went to the chain. On an interval chain an order's timer may fire before the
+ * event that made its action pointless is confirmed (a dispute before the lock expired, a lock before
+ * the listing did): the sender finds the escrow moved on and marks that row SKIPPED, never sent.
+ */
+export function sentToChain<T extends { status: string }>(rows: T[]): T[] {
+  return rows.filter((row) => row.status !== "SKIPPED");
+}
+
 /** Steps the sender until its transaction settles: on an interval chain it is mined, and final, blocks after it is sent. */
 export async function settleTransaction(sender: Pick<TransactionSender, "process">, id: string): Promise<SendOutcome> {
   return waitFor(`transaction ${id} settled`, async () => {

@@ -7,10 +7,10 @@ import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
-import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+import { EVENT_DELAY_SECONDS, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { chainTransactions, settledChainTransactions, lockedOrder, orderDetail, waitForStatus } from "../payments/support/payments.ts";
 
-const LOCK_WINDOW_SECONDS = 8;
+const LOCK_WINDOW_SECONDS = 8 + EVENT_DELAY_SECONDS;
 
 let stack: TradeStack;
 before(async () => {

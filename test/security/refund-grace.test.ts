@@ -5,10 +5,10 @@
 // grace period is released. An 8-second lock window and a 20-second grace, on the real chain.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { startTradeStack, type TradeStack } from "../support/trade-stack.ts";
+import { EVENT_DELAY_SECONDS, startTradeStack, type TradeStack } from "../support/trade-stack.ts";
 import { chainTransactions, settledChainTransactions, lockedOrder, orderDetail, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "../payments/support/payments.ts";
 
-const LOCK_WINDOW_SECONDS = 8;
+const LOCK_WINDOW_SECONDS = 8 + EVENT_DELAY_SECONDS;
 const REFUND_GRACE_SECONDS = 20;
 
 let stack: TradeStack;

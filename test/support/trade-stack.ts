@@ -56,6 +56,13 @@ export const INTERVAL_CHAIN = { blockMs: 2_000, confirmations: 3, pollingMs: 1_0
 
 export const defaultTradeChain: TradeChain = process.env.TRADE_CHAIN === "interval" ? "interval" : "auto";
 
+/**
+ * Seconds from a transaction to its event reaching the service: none on automine; on an interval chain
+ * its block, the confirmations on top and a poll of the indexer (9 s). A test that must act inside a
+ * window that opens on chain (a lock) widens it by this, keeping the margin it has on automine.
+ */
+export const EVENT_DELAY_SECONDS = defaultTradeChain === "interval" ? (INTERVAL_CHAIN.blockMs * (INTERVAL_CHAIN.confirmations + 1) + INTERVAL_CHAIN.pollingMs) / 1000 : 0;
+
 /** How long a trade step may take by default: three blocks, confirmations and polling on an interval chain. */
 const DEFAULT_WAIT_MS = defaultTradeChain === "interval" ? 60_000 : 20_000;
 

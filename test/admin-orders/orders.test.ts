@@ -3,7 +3,7 @@ import { after, before, describe, test } from "node:test";
 import { disputeOrder, resolve, type AdminOrderDetail } from "../disputes/support.ts";
 import { decide, startSession } from "../kyc/helpers.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
-import { placeOrder, startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, startTradeStack, waitFor, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 
 // GET /admin/v1/orders, /orders/:id and /stats (decisions section 12) over orders of two partners taken
@@ -162,6 +162,7 @@ describe("GET /admin/v1/orders/:id", () => {
   let detail: AdminOrderDetail & { partnerId: string };
   let machine: { transitions: { from: string; to: string; event: string }[] };
   before(async () => {
+    await waitForSettled("the completed order's transactions", async () => (await stack.service.admin<AdminOrderDetail>("GET", `/orders/${orders.completed}`)).body.transactions);
     const response = await stack.service.admin<AdminOrderDetail & { partnerId: string }>("GET", `/orders/${orders.completed}`);
     assertStatus(response, 200);
     detail = response.body;

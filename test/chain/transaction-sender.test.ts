@@ -12,7 +12,7 @@ import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { withTransaction } from "../../src/db/pool.ts";
 import { createLogger } from "../../src/logger.ts";
 import { signedCancel } from "./support/signed-cancel.ts";
-import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, settleTransaction, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 
 let stack: TradeStack;
 let gateway: EscrowGateway;
@@ -47,12 +47,7 @@ async function request(orderId: string): Promise<string> {
 }
 
 /** Steps the request until it settles (on an interval-mined chain, until its block comes). */
-async function settle(id: string): Promise<string> {
-  return waitFor(`transaction ${id} settled`, async () => {
-    const outcome = await sender.process(id);
-    return outcome === "SENT" ? undefined : outcome;
-  });
-}
+const settle = (id: string) => settleTransaction(sender, id);
 
 /**
  * A transaction from the service's key that is none of the service's actions (another tool using the

@@ -3,12 +3,11 @@
 // to MAX_FEE_PER_GAS_GWEI, one that a reorganisation removed is sent again; each action happens once.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { parseTransaction, toHex, type Hash, type Hex } from "viem";
 import { createEscrowGateway, type EscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { createTransactionSender, recordTransactionRequest, type TransactionSender } from "../../src/chain/transaction-sender.ts";
 import { createLogger } from "../../src/logger.ts";
-import { placeOrder, startTradeStack, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, settleTransaction, startTradeStack, type TradeStack } from "../support/trade-stack.ts";
 
 let stack: TradeStack;
 let gateway: EscrowGateway;
@@ -53,14 +52,6 @@ async function cancelRequest(): Promise<{ id: string; escrowOrderId: Hex }> {
   return { id, escrowOrderId: order.escrowOrderId };
 }
 
-async function settle(watcher: TransactionSender, id: string): Promise<string> {
-  for (let tries = 0; tries < 100; tries += 1) {
-    const outcome = await watcher.process(id);
-    if (outcome !== "SENT") return outcome;
-    await sleep(100);
-  }
-  throw new Error(`transaction ${id} not settled`);
-}
 
 const maxFeeOf = (raw: Hex): bigint => parseTransaction(raw).maxFeePerGas!;
 
@@ -91,7 +82,7 @@ describe("a service transaction watched until final", () => {
       await rpc("evm_mine");
       return stored;
     });
-    assert.equal(await settle(sender, id), "MINED");
+    assert.equal(await settleTransaction(sender, id), "MINED");
     const mined = await row(id);
     assert.equal(mined.tx_hash, sent.tx_hash, "the same bytes");
     assert.equal(await minedCount(), before + 1, "one transaction from the service's key");
@@ -117,7 +108,7 @@ describe("a service transaction watched until final", () => {
     assert.deepEqual(replaced.replaced_hashes, [sent.tx_hash]);
     assert.ok(maxFeeOf(replaced.raw_tx!) >= (maxFeeOf(sent.raw_tx!) * 11n) / 10n, "at least 10 % more");
     assert.ok(maxFeeOf(replaced.raw_tx!) > maxFeeOf(sent.raw_tx!) * 10n, "above the raised base fee");
-    assert.equal(await settle(sender, id), "MINED");
+    assert.equal(await settleTransaction(sender, id), "MINED");
     assert.equal((await row(id)).tx_hash, replaced.tx_hash);
     assert.equal(await minedCount(), before + 1, "one transaction from the service's key");
     assert.equal(await gateway.escrowStatus(escrowOrderId), "Refunded");

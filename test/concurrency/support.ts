@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { eventTable } from "../../src/sync/indexer-tables.ts";
 import type { Pool } from "../../src/db/pool.ts";
 import { OpenApiMismatchError } from "../support/openapi-check.ts";
-import { SELLER_CLABE, waitFor } from "../support/trade-stack.ts";
+import { SELLER_CLABE, waitForSettled } from "../support/trade-stack.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -57,6 +57,7 @@ export interface AdminDetail extends Json {
   escrowOrderId: string;
   totalMxn: number;
   timeline: { event: string; data: Json }[];
+  transactions: { action: string; status: string; txHash: string | null }[];
 }
 
 export async function adminOrder(client: Client, orderId: string): Promise<AdminDetail> {
@@ -71,7 +72,7 @@ export async function waitForOrder(client: Client, orderId: string, what: string
   for (;;) {
     const detail = await adminOrder(client, orderId);
     if (done(detail)) return detail;
-    if (Date.now() > deadline) throw new Error(`order ${orderId}: timed out waiting for ${what}; it is ${detail.status}, timeline ${detail.timeline.map((entry) => entry.event).join(" ")}`);
+    if (Date.now() > deadline) throw new Error(`order ${orderId}: timed out waiting for ${what}; it is ${detail.status}, timeline ${detail.timeline.map((entry) => entry.event).join(" ")}, transactions ${detail.transactions.map((tx) => `${tx.action} ${tx.status} ${tx.txHash ?? "unsigned"}`).join(", ") || "none"}`);
     await sleep(250);
   }
 }
@@ -203,16 +204,9 @@ export async function escrowEventCounts(pool: Pool, indexerSchema: string, escro
   return Object.fromEntries(rows.map((row) => [row.event_name, Number(row.n)]));
 }
 
-/**
- * Each order's chain transactions: every one MINED, no action twice. Waits while one is still being
- * settled: the order takes its end from the confirmed event, and the sender settles its row at the same
- * depth in its own job, so on an interval-mined chain either may come first.
- */
+/** Each order's chain transactions, once settled (waitForSettled says why it waits): every one MINED, no action twice. */
 export async function assertTransactionsOnce(pool: Pool, orderId: string): Promise<void> {
-  const rows = await waitFor(`order ${orderId}'s transactions settled`, async () => {
-    const { rows: found } = await pool.query<{ action: string; status: string; request_key: string }>("SELECT action, status, request_key FROM chain_transactions WHERE order_id = $1", [orderId]);
-    return found.some((row) => row.status === "PENDING" || row.status === "SENT") ? undefined : found;
-  });
+  const rows = await waitForSettled(`order ${orderId}'s transactions`, async () => (await pool.query<{ action: string; status: string; request_key: string }>("SELECT action, status, request_key FROM chain_transactions WHERE order_id = $1", [orderId])).rows);
   for (const row of rows) assert.equal(row.status, "MINED", `order ${orderId}: ${row.action} is ${row.status}`);
   const keys = rows.map((row) => row.request_key);
   assert.equal(new Set(keys).size, keys.length);

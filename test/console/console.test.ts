@@ -5,7 +5,7 @@ import { adminOrder, disputedOrder, resolve, waitForAdminStatus, type DisputedOr
 import { decide, startSession } from "../kyc/helpers.ts";
 import { assertStatus } from "../support/assertions.ts";
 import { ADMIN_TOKEN } from "../support/service.ts";
-import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, startTradeStack, waitFor, waitForSettled, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 import { launchChromium, screenshot, type Browser } from "./browser.ts";
 import { lockedOrder, waitForTimeline } from "../payments/support/payments.ts";
@@ -206,7 +206,8 @@ describe("dispute queue", () => {
       detail.timeline.find((entry) => entry.event === "DISPUTE_RESOLUTION_REQUESTED")?.data,
       { outcome: "SELLER", note: "No SPEI payment reached the seller's CLABE" },
     );
-    assert.deepEqual(detail.transactions.map((tx) => [tx.action, tx.params.outcome, tx.status]), [["resolveDispute", "SELLER", "MINED"]]);
+    const sent = await waitForSettled("the resolution", async () => (await adminOrder(stack, toResolve.id)).transactions);
+    assert.deepEqual(sent.map((tx) => [tx.action, tx.params.outcome, tx.status]), [["resolveDispute", "SELLER", "MINED"]]);
   });
 
   test("the resolved order leaves the queue and its inspector shows it REFUNDED", async () => {

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { assertStatus } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
-import { placeOrder, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
+import { placeOrder, startChainStack, waitFor, waitForSettled, type ChainStack } from "../support/trade-stack.ts";
 
 /** A TCP proxy to `target` that can be cut (every connection dropped, new ones refused) and reopened on its port. */
 function databaseProxy(target: URL) {
@@ -114,11 +114,7 @@ test("the service rides out its database killed and restarted: not ready meanwhi
     [order.escrowOrderId],
   );
   assert.deepEqual(events, [{ event_name: "Deposited", n: 1 }, { event_name: "Refunded", n: 1 }]);
-  // The sender settles its row at the confirmed depth in its own job: on an interval chain, maybe after the order.
-  const sent = await waitFor("the cancel settled", async () => {
-    const { rows } = await direct.query<{ action: string; status: string }>("SELECT action, status FROM chain_transactions WHERE order_id = $1", [order.id]);
-    return rows.some((row) => row.status === "PENDING" || row.status === "SENT") ? undefined : rows;
-  });
+  const sent = await waitForSettled("the cancel", async () => (await direct.query<{ action: string; status: string }>("SELECT action, status FROM chain_transactions WHERE order_id = $1", [order.id])).rows);
   assert.deepEqual(sent, [{ action: "cancel", status: "MINED" }]);
   const { rows: webhooks } = await direct.query<{ event_type: string; sequence: number }>("SELECT event_type, sequence FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [order.id]);
   assert.deepEqual(webhooks.map((row) => row.sequence), webhooks.map((_, index) => index + 1), "every event once, in sequence");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Address } from "viem";
 import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
-import { startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { startTradeStack, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 import { adminOrder, chainReputation, disputedOrder, escrowCredit, escrowHeld, resolve, usdcBalance, waitForWebhook, webhooksOf, type AdminOrderDetail, type DisputedOrder } from "./support.ts";
 
@@ -71,12 +71,8 @@ async function resolveDispute(options: { by: "BUYER" | "SELLER"; buyerWallet: nu
   await waitForWebhook(receiver, order.id, "order.dispute_resolved");
   // The indexer copies ReputationChanged in the block it indexes; wait for the admin view to match the chain.
   const afterState = await snapshot(order);
-  // The order ends with the confirmed event; the sender settles the arbiter's row at the same depth in
-  // its own job, so on an interval-mined chain it may come a moment later.
-  const detail = await waitFor("the arbiter's transaction settled", async () => {
-    const found = await adminOrder(stack, order.id);
-    return found.transactions.some((tx) => tx.status === "PENDING" || tx.status === "SENT") ? undefined : found;
-  });
+  await waitForSettled("the arbiter's transaction", async () => (await adminOrder(stack, order.id)).transactions);
+  const detail = await adminOrder(stack, order.id);
   return { order, detail, before: beforeState, after: afterState };
 }
 

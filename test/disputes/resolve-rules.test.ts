@@ -5,7 +5,7 @@ import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { eventTable } from "../../src/sync/indexer-tables.ts";
 import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
-import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, sentToChain, startTradeStack, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { startReceiver, type TestReceiver } from "../webhooks/support/receiver.ts";
 import { adminOrder, disputedOrder, resolve, waitForWebhook, type AdminOrderDetail } from "./support.ts";
 
@@ -149,7 +149,7 @@ describe("while the escrow is paused", () => {
   test("once unpaused, the one transaction goes through and the order completes", async () => {
     await setPaused(false);
     await waitForStatus(stack, orderId, "COMPLETED", 90_000);
-    assert.deepEqual((await resolutionTransactions(orderId)).map((tx) => tx.status), ["MINED"]);
+    assert.deepEqual((await waitForSettled("the resolution", () => resolutionTransactions(orderId))).map((tx) => tx.status), ["MINED"]);
     assert.equal(await disputeResolvedLogs(escrowOrderId), 1);
   });
 });
@@ -168,9 +168,10 @@ describe("no fault, retry, then the new lock runs out", () => {
     );
     const detail = await adminOrder(stack, order.id);
     assert.equal(detail.timeline.find((entry) => entry.event === "REFUNDED")?.data.reason, "LOCK_EXPIRED");
+    const sent = await waitForSettled("the order's transactions", async () => (await adminOrder(stack, order.id)).transactions);
     assert.deepEqual(
-      detail.transactions.map((tx) => tx.action),
-      ["resolveDispute", "refundExpiredLock"],
+      sentToChain(sent).map((tx) => [tx.action, tx.status]),
+      [["resolveDispute", "MINED"], ["refundExpiredLock", "MINED"]],
     );
   });
 });

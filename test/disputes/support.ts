@@ -56,7 +56,7 @@ export async function disputeOrder(
  * Waits until the admin API shows the order in `status` (admin calls are not rate-limited, so polling
  * works for orders of FREE partners too); returns the admin detail.
  */
-export async function waitForAdminStatus(stack: Pick<TradeStack, "service">, orderId: string, status: string, timeoutMs = 20_000): Promise<AdminOrderDetail> {
+export async function waitForAdminStatus(stack: Pick<TradeStack, "service">, orderId: string, status: string, timeoutMs?: number): Promise<AdminOrderDetail> {
   return waitFor(
     `order ${orderId} to be ${status}`,
     async () => {

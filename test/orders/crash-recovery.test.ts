@@ -12,7 +12,7 @@ import { signedCancel } from "../chain/support/signed-cancel.ts";
 import { holdUserCreation } from "../support/database.ts";
 import { ADMIN_TOKEN } from "../support/service.ts";
 import type { ServiceProcessSpec } from "../support/service-process.ts";
-import { SELLER_CLABE, startChainStack, waitFor, type ChainStack } from "../support/trade-stack.ts";
+import { SELLER_CLABE, settleTransaction, startChainStack, waitFor, waitForSettled, type ChainStack } from "../support/trade-stack.ts";
 
 type Json = Record<string, unknown>;
 
@@ -121,7 +121,7 @@ describe("a SIGKILL of the service in the middle of a trade", () => {
       [String(order.body.escrowOrderId)],
     );
     assert.equal(refunds[0].n, 1, "one refund on chain");
-    const { rows: sent } = await pool.query("SELECT action, status FROM chain_transactions WHERE order_id = $1", [orderId]);
+    const sent = await waitForSettled("the refund", async () => (await pool.query<{ action: string; status: string }>("SELECT action, status FROM chain_transactions WHERE order_id = $1", [orderId])).rows);
     assert.deepEqual(sent, [{ action: "refundExpiredLock", status: "MINED" }]);
     const { rows: events } = await pool.query<{ event_type: string; sequence: number }>("SELECT event_type, sequence FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
     assert.deepEqual(events.map((event) => event.event_type), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);
@@ -235,7 +235,7 @@ describe("the transaction sender after a crash", () => {
     await pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, status = 'SENT' WHERE id = $1", [requestId, raw, keccak256(raw), nonce]);
 
     const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });
-    assert.equal(await sender.process(requestId), "MINED");
+    assert.equal(await settleTransaction(sender, requestId), "MINED");
     const receipt = await gateway.publicClient.getTransactionReceipt({ hash: keccak256(raw) });
     assert.equal(receipt.status, "success", "the very bytes stored before the crash were mined");
     assert.equal(await gateway.escrowStatus(escrowOrderId), "Refunded");
@@ -246,11 +246,11 @@ describe("the transaction sender after a crash", () => {
     const gateway = createEscrowGateway(stack.chainSettings);
     const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });
     const requestId = (await recordTransactionRequest(pool, { orderId: id, action: "cancel", requestKey: `${id}:test-cancel-2` }))!;
-    assert.equal(await sender.process(requestId), "MINED");
+    assert.equal(await settleTransaction(sender, requestId), "MINED");
     // A crash before the outcome was recorded: the row still says SENT.
     await pool.query("UPDATE chain_transactions SET status = 'SENT' WHERE id = $1", [requestId]);
     const nonceBefore = await gateway.publicClient.getTransactionCount({ address: gateway.service.address });
-    assert.equal(await sender.process(requestId), "MINED");
+    assert.equal(await settleTransaction(sender, requestId), "MINED");
     assert.equal(await gateway.publicClient.getTransactionCount({ address: gateway.service.address }), nonceBefore, "nothing new was sent");
     assert.equal(await gateway.escrowStatus(escrowOrderId), "Refunded");
   });
@@ -261,7 +261,7 @@ describe("the transaction sender after a crash", () => {
     const sender = createTransactionSender({ pool, gateway, logger: createLogger("silent") });
     const first = (await recordTransactionRequest(pool, { orderId: id, action: "cancel", requestKey: `${id}:a` }))!;
     const second = (await recordTransactionRequest(pool, { orderId: id, action: "expireListing", requestKey: `${id}:b` }))!;
-    assert.equal(await sender.process(first), "MINED");
+    assert.equal(await settleTransaction(sender, first), "MINED");
     assert.equal(await sender.process(second), "SKIPPED");
   });
 });

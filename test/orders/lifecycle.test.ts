@@ -6,7 +6,7 @@ import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { sandboxAccounts } from "../../src/stack/local-node.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
-import { placeOrder, startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, startTradeStack, waitFor, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 
 type Json = Record<string, unknown>;
 
@@ -98,7 +98,7 @@ describe("escrow events move orders", () => {
     assert.equal(first.status, 200);
     assert.equal(second.status, 200);
     await waitForStatus(stack, id, "REFUNDED");
-    const { rows } = await stack.service.pool.query("SELECT status FROM chain_transactions WHERE order_id = $1", [id]);
+    const rows = await waitForSettled("the refund", async () => (await stack.service.pool.query<{ status: string }>("SELECT status FROM chain_transactions WHERE order_id = $1", [id])).rows);
     assert.deepEqual(rows, [{ status: "MINED" }]);
   });
 });

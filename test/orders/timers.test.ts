@@ -3,7 +3,7 @@ import { after, before, test } from "node:test";
 import type { Hex } from "viem";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
-import { placeOrder, startTradeStack, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, sentToChain, startTradeStack, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 
 type Json = Record<string, unknown>;
 
@@ -45,8 +45,8 @@ test("a LOCKED order with no payment before the lock expires is refunded to the 
   await waitForStatus(stack, order.id, "LOCKED");
   const detail = await waitForStatus(stack, order.id, "REFUNDED", 40_000);
   assert.deepEqual(await eventTypes(order.id), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);
-  const { rows } = await stack.service.pool.query("SELECT action, status FROM chain_transactions WHERE order_id = $1", [order.id]);
-  assert.deepEqual(rows, [{ action: "refundExpiredLock", status: "MINED" }]);
+  const rows = await waitForSettled("the refund", async () => (await stack.service.pool.query<{ action: string; status: string }>("SELECT action, status FROM chain_transactions WHERE order_id = $1", [order.id])).rows);
+  assert.deepEqual(sentToChain(rows), [{ action: "refundExpiredLock", status: "MINED" }]);
   assert.match(String(detail.refundTxHash), /^0x[0-9a-f]{64}$/);
 });
 

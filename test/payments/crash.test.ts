@@ -10,7 +10,7 @@ import { createPool, type Pool } from "../../src/db/pool.ts";
 import { CHAIN_SEND_QUEUE } from "../../src/jobs/queues.ts";
 import { ADMIN_TOKEN, type ApiResponse } from "../support/service.ts";
 import { spawnServiceProcess, startChainStack, type ChainStack } from "../support/trade-stack.ts";
-import { chainTransactions, indexedEvents, lockedOrder, sandbox, usdcBalance, waitForStatus, waitForTimeline, type Json, type PaymentStack } from "./support/payments.ts";
+import { chainTransactions, settledChainTransactions, indexedEvents, lockedOrder, sandbox, usdcBalance, waitForStatus, waitForTimeline, type Json, type PaymentStack } from "./support/payments.ts";
 
 
 let chainStack: ChainStack;
@@ -76,7 +76,7 @@ test("killed after the payment is verified and before the release is sent, the r
   const completed = await waitForStatus(stack, order.id, "COMPLETED", 60_000);
   const released = await indexedEvents(pool, chainStack.indexerSchema, order.escrowOrderId, "Released");
   assert.deepEqual(released.map((event) => event.transaction_hash), [completed.releaseTxHash], "one Released event, from the recorded transaction");
-  assert.deepEqual(await chainTransactions(pool, order.id), [{ action: "confirmPayment", status: "MINED", tx_hash: completed.releaseTxHash }]);
+  assert.deepEqual(await settledChainTransactions(pool, order.id), [{ action: "confirmPayment", status: "MINED", tx_hash: completed.releaseTxHash }]);
   const buyerAfter = await usdcBalance(chainStack.chainSettings.rpcUrl, chainStack.chainSettings.usdcAddress as Address, order.buyerWallet!);
   assert.equal(buyerAfter - buyerBefore, BigInt(order.amountRaw), "the buyer was paid once");
   assert.equal(completed.timeline.filter((entry) => entry.event === "PAYMENT_VERIFIED").length, 1);

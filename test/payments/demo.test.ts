@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import { ADMIN_TOKEN } from "../support/service.ts";
 import { startTradeStack, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions } from "./support/payments.ts";
+import { settledChainTransactions } from "./support/payments.ts";
 
 const demoScript = fileURLToPath(new URL("../../src/cli/demo.ts", import.meta.url));
 
@@ -53,7 +53,7 @@ test("the demo drives a trade to COMPLETED, printing each step with its elapsed 
   const orderId = /order (ord_\w+) PENDING_DEPOSIT/.exec(stdout)![1]!;
   const { rows } = await stack.service.pool.query<{ status: string }>("SELECT status FROM orders WHERE id = $1", [orderId]);
   assert.equal(rows[0]!.status, "COMPLETED");
-  assert.deepEqual((await chainTransactions(stack.service.pool, orderId)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, orderId)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
 });
 
 test("without an admin token the demo says where to find one and exits 1", async () => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
 import { startCepPortalProxy, type CepPortalProxy } from "./support/cep-portal-proxy.ts";
-import { chainTransactions, lockedOrder, orderDetail, sandbox, waitForStatus } from "./support/payments.ts";
+import { settledChainTransactions, lockedOrder, orderDetail, sandbox, waitForStatus } from "./support/payments.ts";
 
 const REFUND_GRACE_SECONDS = 10;
 let stack: TradeStack;
@@ -55,5 +55,5 @@ test("a portal down until the lock expires: retried with backoff, never verified
     assert.equal(rejected.data.reason, "LOCK_EXPIRED");
     assert.ok(Date.parse(rejected.timestamp) >= graceEndsAt, "given up only once the refund grace period had ended");
   }
-  assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
 });

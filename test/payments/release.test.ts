@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Address } from "viem";
 import { startTradeStack, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions, indexedEvents, lockedOrder, outboxEvents, sandbox, usdcBalance, waitForStatus, type Json } from "./support/payments.ts";
+import { settledChainTransactions, indexedEvents, lockedOrder, outboxEvents, sandbox, usdcBalance, waitForStatus, type Json } from "./support/payments.ts";
 
 let stack: TradeStack;
 before(async () => {
@@ -37,7 +37,7 @@ test("a reported payment whose CEP checks out releases the escrow to the buyer a
 
   const released = await indexedEvents(stack.service.pool, stack.indexerSchema, order.escrowOrderId, "Released");
   assert.deepEqual(released.map((event) => event.transaction_hash), [completed.releaseTxHash]);
-  assert.deepEqual(await chainTransactions(stack.service.pool, order.id), [{ action: "confirmPayment", status: "MINED", tx_hash: completed.releaseTxHash }]);
+  assert.deepEqual(await settledChainTransactions(stack.service.pool, order.id), [{ action: "confirmPayment", status: "MINED", tx_hash: completed.releaseTxHash }]);
 });
 
 test("order.payment_verified then order.completed are recorded in the outbox, in sequence", async () => {

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions, lockedOrder, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "./support/payments.ts";
+import { chainTransactions, settledChainTransactions, lockedOrder, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "./support/payments.ts";
 
 const LOCK_WINDOW_SECONDS = 20;
 const GRACE_SECONDS = 10;
@@ -40,5 +40,5 @@ test("a hold decided after the lock's expiry + the refund grace cannot be releas
   const refund = await stack.service.admin("POST", `/orders/${order.id}/review`, { decision: "REFUND", note: "decided after the grace" });
   assert.equal(refund.status, 200, JSON.stringify(refund.body));
   await waitForStatus(stack, order.id, "REFUNDED", 40_000);
-  assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
 });

@@ -12,6 +12,7 @@ import { startChainStack, waitFor, type ChainStack, type TradeStack } from "../s
 import { activeOrder, fund, lockWithPermit, market, signIn, type PermitAnswer } from "../market/support.ts";
 import {
   chainTransactions,
+  settledChainTransactions,
   lockedOrder,
   orderDetail,
   outboxEvents,
@@ -166,7 +167,7 @@ describe("another payer's payment", () => {
     const completed = await waitForStatus(stack, order.id, "COMPLETED", 40_000);
     const path = events(completed.timeline);
     assert.deepEqual(path.slice(path.indexOf("LOCKED")), ["LOCKED", "PAYMENT_REPORTED", "THIRD_PARTY_PAYMENT", "HOLD_DECIDED", "PAYMENT_VERIFIED", "COMPLETED"]);
-    assert.deepEqual((await chainTransactions(service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
+    assert.deepEqual((await settledChainTransactions(service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
     assert.ok(!(await reviewQueue()).some((item) => item.id === order.id), "decided orders leave the queue");
     assert.equal((await decide(order.id, "REFUND")).status, 409);
     printTimeline(`held trade ${order.id}, lock to the operator's RELEASE (operator's view)`, (await adminOrder(order.id)).timeline);
@@ -180,7 +181,7 @@ describe("a held payment refunded by the operator", () => {
     assert.equal(decided.status, 200, JSON.stringify(decided.body));
     const refunded = await waitForStatus(stack, order.id, "REFUNDED", (LOCK_WINDOW_SECONDS + 40) * 1000);
     assert.ok(!events(refunded.timeline).includes("COMPLETED"));
-    assert.deepEqual((await chainTransactions(service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+    assert.deepEqual((await settledChainTransactions(service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
     const used = await service.pool.query("SELECT 1 FROM orders WHERE id = $1 AND cep_hash IS NOT NULL", [order.id]);
     assert.equal(used.rowCount, 1);
     printTimeline(`held trade ${order.id}, lock to the operator's REFUND`, (await adminOrder(order.id)).timeline);

@@ -10,7 +10,7 @@ import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { sandboxAccounts } from "../../src/stack/local-node.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
-import { placeOrder, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, startTradeStack, waitFor, waitForSettled, type TradeStack } from "../support/trade-stack.ts";
 
 type Json = Record<string, unknown>;
 interface Detail extends Json {
@@ -102,7 +102,7 @@ async function expectRefunded(order: { id: string; escrowOrderId: string }, depo
   assert.equal(await stack.service.chain!.gateway.escrowStatus(order.escrowOrderId as Hex), "Refunded");
 
   // Sent once, by the service, and no webhook beyond the order's own expiry.
-  const { rows } = await stack.service.pool.query("SELECT action, status, signer FROM chain_transactions WHERE order_id = $1", [order.id]);
+  const rows = await waitForSettled("the cancel", async () => (await stack.service.pool.query<{ action: string; status: string; signer: string }>("SELECT action, status, signer FROM chain_transactions WHERE order_id = $1", [order.id])).rows);
   assert.deepEqual(rows, [{ action: "cancel", status: "MINED", signer: "service" }]);
   const hooks = await stack.service.pool.query<{ event_type: string }>("SELECT event_type FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [order.id]);
   assert.deepEqual(hooks.rows.map((row) => row.event_type), ["order.created", "order.expired"]);

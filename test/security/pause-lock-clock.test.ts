@@ -7,10 +7,10 @@ import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
-import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions, lockedOrder, orderDetail, waitForStatus } from "../payments/support/payments.ts";
+import { EVENT_DELAY_SECONDS, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+import { chainTransactions, settledChainTransactions, lockedOrder, orderDetail, waitForStatus } from "../payments/support/payments.ts";
 
-const LOCK_WINDOW_SECONDS = 8;
+const LOCK_WINDOW_SECONDS = 8 + EVENT_DELAY_SECONDS;
 
 let stack: TradeStack;
 before(async () => {
@@ -65,5 +65,5 @@ test("a pause across the lock's expiry: no refund while paused, the expiry moves
   const receipt = await client.getTransactionReceipt({ hash: refunded.timeline.find((item) => item.event === "REFUNDED")!.data.refundTxHash as Hex });
   const refundedAt = Number((await client.getBlock({ blockNumber: receipt.blockNumber })).timestamp) * 1000;
   assert.ok(refundedAt >= movedExpiry, `refunded at ${new Date(refundedAt).toISOString()}, not before the moved expiry ${new Date(movedExpiry).toISOString()}`);
-  assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
 });

@@ -5,10 +5,10 @@
 // grace period is released. An 8-second lock window and a 20-second grace, on the real chain.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { startTradeStack, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions, lockedOrder, orderDetail, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "../payments/support/payments.ts";
+import { EVENT_DELAY_SECONDS, startTradeStack, type TradeStack } from "../support/trade-stack.ts";
+import { chainTransactions, settledChainTransactions, lockedOrder, orderDetail, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "../payments/support/payments.ts";
 
-const LOCK_WINDOW_SECONDS = 8;
+const LOCK_WINDOW_SECONDS = 8 + EVENT_DELAY_SECONDS;
 const REFUND_GRACE_SECONDS = 20;
 
 let stack: TradeStack;
@@ -73,7 +73,7 @@ test("the lock-expiry refund waits for a report being verified; a payment verifi
   const completed = await waitForStatus(stack, order.id, "COMPLETED", 40_000);
   const verified = completed.timeline.find((entry) => entry.event === "PAYMENT_VERIFIED")!;
   assert.ok(Date.parse(verified.timestamp) >= Date.parse(order.lockExpiresAt!), "verified after the lock expired");
-  assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
   const releasedAt = await blockTime(completed.releaseTxHash!);
   assert.ok(releasedAt >= Date.parse(order.lockExpiresAt!), "the escrow took the confirmation after the lock's expiry");
   assert.ok(releasedAt < Date.parse(order.lockExpiresAt!) + REFUND_GRACE_SECONDS * 1000, "inside the grace period");
@@ -90,7 +90,7 @@ test("a report rejected after the lock expired lets the waiting refund go at onc
   assert.equal(refunded.timeline.find((entry) => entry.event === "LOCK_EXPIRY_REFUND_REQUESTED")!.data.after, "PAYMENT_REJECTED");
   const refundedAt = await blockTime(String(refunded.refundTxHash));
   assert.ok(refundedAt < Date.parse(order.lockExpiresAt!) + REFUND_GRACE_SECONDS * 1000, "before the grace period ended");
-  assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
   assert.equal(refunded.timeline.find((entry) => entry.event === "PAYMENT_REJECTED")!.data.reason, "AMOUNT_TOO_LOW");
 });
 
@@ -105,7 +105,7 @@ test("a report still unverified when the grace period ends: the refund goes then
   assert.ok(requested, "the refund was requested");
   assert.ok(Date.parse(requested.timestamp) >= Date.parse(order.lockExpiresAt!) + REFUND_GRACE_SECONDS * 1000, "not before the grace period ended");
   assert.ok(!refunded.timeline.some((entry) => entry.event === "PAYMENT_VERIFIED"));
-  assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+  assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
   cep().setMode("normal");
   const final = await orderDetail(stack, order.id);
   assert.equal(final.status, "REFUNDED");

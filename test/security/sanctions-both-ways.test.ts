@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { SANCTIONED_SANDBOX_WALLET } from "../../src/stack/local-node.ts";
 import { placeOrder, startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
 import { activeOrder, approveKyc, fund, lockWithPermit, market, signIn, type Buyer, type Json, type PermitAnswer } from "../market/support.ts";
-import { chainTransactions } from "../payments/support/payments.ts";
+import { chainTransactions, settledChainTransactions } from "../payments/support/payments.ts";
 
 let stack: TradeStack;
 before(async () => {
@@ -109,7 +109,7 @@ describe("a deposit from a wallet on the sanctions list", () => {
     const refund = await stack.service.admin<AdminOrder>("POST", `/orders/${refunded.id}/review`, { decision: "REFUND", note: "listed depositor" });
     assert.equal(refund.status, 200, JSON.stringify(refund.body));
     await waitFor("the refund", async () => ((await adminOrder(refunded.id)).status === "REFUNDED" ? true : undefined), 40_000);
-    assert.deepEqual((await chainTransactions(stack.service.pool, refunded.id)).map((tx) => [tx.action, tx.status]), [["cancel", "MINED"]]);
+    assert.deepEqual((await settledChainTransactions(stack.service.pool, refunded.id)).map((tx) => [tx.action, tx.status]), [["cancel", "MINED"]]);
 
     const listed = await listedDeposit();
     const release = await stack.service.admin<AdminOrder>("POST", `/orders/${listed.id}/review`, { decision: "RELEASE", note: "false positive" });

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { SANCTIONED_SANDBOX_WALLET } from "../../src/stack/local-node.ts";
 import { startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
-import { chainTransactions, lockedOrder, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "../payments/support/payments.ts";
+import { chainTransactions, settledChainTransactions, lockedOrder, sandbox, waitForStatus, waitForTimeline, type OrderDetail } from "../payments/support/payments.ts";
 
 const SANCTIONED_BUYER = SANCTIONED_SANDBOX_WALLET;
 // Long enough to pay and verify inside it, short enough to see the lock expire while held.
@@ -95,7 +95,7 @@ describe("a verified payment while held", () => {
     assert.match(String(completed.releaseTxHash), /^0x[0-9a-f]{64}$/);
     const events = completed.timeline.map((entry) => entry.event);
     assert.deepEqual(events.slice(events.indexOf("HOLD_DECIDED")), ["HOLD_DECIDED", "PAYMENT_VERIFIED", "COMPLETED"]);
-    assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
+    assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["confirmPayment", "MINED"]]);
     assert.ok(!(await reviewQueue()).includes(order.id), "decided orders leave the queue");
     const again = await decide(order.id, "REFUND");
     assert.equal(again.status, 409);
@@ -117,7 +117,7 @@ describe("a held, paid order whose lock expires", () => {
     assert.equal(decided.status, 200, JSON.stringify(decided.body));
     const refunded = await waitForStatus(stack, order.id, "REFUNDED", 40_000);
     assert.match(String(refunded.refundTxHash), /^0x[0-9a-f]{64}$/);
-    assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
+    assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["refundExpiredLock", "MINED"]]);
     await waitFor("no release ever", async () => (refunded.timeline.some((entry) => entry.event === "COMPLETED") ? undefined : true));
   });
 });
@@ -152,6 +152,6 @@ describe("a held buyer's dispute", () => {
     assert.equal(resolved.status, 200, JSON.stringify(resolved.body));
     const refunded = await waitForStatus(stack, order.id, "REFUNDED", 40_000);
     assert.match(String(refunded.refundTxHash), /^0x[0-9a-f]{64}$/);
-    assert.deepEqual((await chainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["resolveDispute", "MINED"]]);
+    assert.deepEqual((await settledChainTransactions(stack.service.pool, order.id)).map((tx) => [tx.action, tx.status]), [["resolveDispute", "MINED"]]);
   });
 });

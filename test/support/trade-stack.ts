@@ -9,6 +9,7 @@ import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import { withCheckDigit } from "../../src/domain/clabe.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
+import type { SendOutcome, TransactionSender } from "../../src/chain/transaction-sender.ts";
 import type { ServiceOptions } from "../../src/main.ts";
 import { createTestDatabase } from "./database.ts";
 import { ADMIN_TOKEN, startTestService, type TestService } from "./service.ts";
@@ -54,6 +55,13 @@ export type TradeChain = "auto" | "interval";
 export const INTERVAL_CHAIN = { blockMs: 2_000, confirmations: 3, pollingMs: 1_000 } as const;
 
 export const defaultTradeChain: TradeChain = process.env.TRADE_CHAIN === "interval" ? "interval" : "auto";
+
+/**
+ * Seconds from a transaction to its event reaching the service: none on automine; on an interval chain
+ * its block, the confirmations on top and a poll of the indexer (9 s). A test that must act inside a
+ * window that opens on chain (a lock) widens it by this, keeping the margin it has on automine.
+ */
+export const EVENT_DELAY_SECONDS = defaultTradeChain === "interval" ? (INTERVAL_CHAIN.blockMs * (INTERVAL_CHAIN.confirmations + 1) + INTERVAL_CHAIN.pollingMs) / 1000 : 0;
 
 /** How long a trade step may take by default: three blocks, confirmations and polling on an interval chain. */
 const DEFAULT_WAIT_MS = defaultTradeChain === "interval" ? 60_000 : 20_000;
@@ -131,6 +139,11 @@ export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] 
   return body.result;
 }
 
+/** The service's configuration a chain's mining calls for: on an interval chain, events applied 3 blocks deep. */
+function miningEnv(mining: TradeChain): Record<string, string> {
+  return mining === "interval" ? { CHAIN_CONFIRMATIONS: String(INTERVAL_CHAIN.confirmations) } : {};
+}
+
 /**
  * The real thing for trade tests: the chain stack plus the service consuming Ponder's events, and an
  * ENTERPRISE partner. `env` sets the service's configuration (on an interval chain CHAIN_CONFIRMATIONS
@@ -139,8 +152,7 @@ export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] 
 export async function startTradeStack(env: Record<string, string> = {}, partnerFields: Record<string, unknown> = {}, chainOptions: ChainStackOptions = {}): Promise<TradeStack> {
   const chainStack = await startChainStack(chainOptions);
   try {
-    const chainEnv: Record<string, string> = chainStack.mining === "interval" ? { CHAIN_CONFIRMATIONS: String(INTERVAL_CHAIN.confirmations) } : {};
-    const service = await startTestService({ ...chainEnv, ...env }, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
+    const service = await startTestService({ ...miningEnv(chainStack.mining), ...env }, { databaseUrl: chainStack.databaseUrl, indexerSchema: chainStack.indexerSchema, chain: chainStack.chainSettings });
     try {
       const partner = await service.createPartner({ tier: "ENTERPRISE", ...partnerFields });
       return {
@@ -171,6 +183,35 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(100);
   }
+}
+
+/**
+ * Waits until none of the chain transactions `load` returns is still being sent (PENDING or SENT) and
+ * returns them. An order takes its end from the confirmed event while the sender settles its row at the
+ * same depth in its own job, so on an interval-mined chain either may come first.
+ */
+export async function waitForSettled<T extends { status: string }>(what: string, load: () => Promise<T[]>, timeoutMs = DEFAULT_WAIT_MS): Promise<T[]> {
+  return waitFor(`${what} settled`, async () => {
+    const rows = await load();
+    return rows.some((row) => row.status === "PENDING" || row.status === "SENT") ? undefined : rows;
+  }, timeoutMs);
+}
+
+/**
+ * The transactions that went to the chain. On an interval chain an order's timer may fire before the
+ * event that made its action pointless is confirmed (a dispute before the lock expired, a lock before
+ * the listing did): the sender finds the escrow moved on and marks that row SKIPPED, never sent.
+ */
+export function sentToChain<T extends { status: string }>(rows: T[]): T[] {
+  return rows.filter((row) => row.status !== "SKIPPED");
+}
+
+/** Steps the sender until its transaction settles: on an interval chain it is mined, and final, blocks after it is sent. */
+export async function settleTransaction(sender: Pick<TransactionSender, "process">, id: string): Promise<SendOutcome> {
+  return waitFor(`transaction ${id} settled`, async () => {
+    const outcome = await sender.process(id);
+    return outcome === "SENT" ? undefined : outcome;
+  });
 }
 
 /** A valid CLABE at BBVA (prefix 012) for test sellers. */
@@ -248,6 +289,7 @@ export async function spawnServiceProcess(stack: ChainStack, env: Record<string,
       ARBITER_PRIVATE_KEY: stack.chainSettings.arbiterPrivateKey,
       ADMIN_TOKEN,
       PORT: "0",
+      ...miningEnv(stack.mining),
       ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],

@@ -9,7 +9,7 @@ import { sandboxAccounts } from "../../../src/stack/local-node.ts";
 import type { Pool } from "../../../src/db/pool.ts";
 import { paymentReportMessage } from "../../../src/payments/report.ts";
 import type { ApiResponse } from "../../support/service.ts";
-import { SELLER_CLABE, waitFor } from "../../support/trade-stack.ts";
+import { SELLER_CLABE, waitFor, waitForSettled } from "../../support/trade-stack.ts";
 
 export type Json = Record<string, unknown>;
 
@@ -169,6 +169,11 @@ export async function chainTransactions(pool: Pool, orderId: string): Promise<{ 
     [orderId],
   );
   return rows;
+}
+
+/** The order's chain transactions once the sender has settled them (see waitForSettled), for checking their outcome. */
+export async function settledChainTransactions(pool: Pool, orderId: string): Promise<{ action: string; status: string; tx_hash: string | null }[]> {
+  return waitForSettled(`order ${orderId}'s transactions`, () => chainTransactions(pool, orderId));
 }
 
 /** Escrow logs named `eventName` for this escrow order, as the indexer recorded them. */

@@ -10,6 +10,7 @@
 import { BaseError, keccak256, type Address, type Hash, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { Pool } from "../db/pool.ts";
+import { ChainUnavailableError } from "../domain/errors.ts";
 import type { EscrowGateway } from "./escrow-gateway.ts";
 
 const queues = new Map<string, Promise<unknown>>();
@@ -96,7 +97,10 @@ export async function sendFromWallet(deps: { pool: Pool; gateway: EscrowGateway 
         if (!isNonceConflict(error)) throw error;
         // A retried request whose first attempt reached the node: the transaction is there already.
         if (await gateway.publicClient.getTransaction({ hash }).then(() => true, () => false)) return hash;
-        if (attempt >= 5) throw error;
+        // The nonce still taken after five fresh reads (a stuck transaction of this wallet under a rising
+        // base fee, or a node behind on its pending pool): the chain cannot take this send now, and a
+        // later request can (503 CHAIN_UNAVAILABLE, not a 500).
+        if (attempt >= 5) throw Object.assign(new ChainUnavailableError(10), { cause: error });
       }
     }
   });

@@ -34,7 +34,7 @@ import { createExchangeRates, type ExchangeRates } from "./rates/exchange-rates.
 import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
 import { createSimulators, sandboxSurface, SIMULATOR_PREFIX, type SandboxSimulators } from "./sandbox/surface.ts";
 import { indexerFollowingReadiness, registerIndexerFollowingMetrics, watchIndexerFollowing, type IndexerFollowWatch } from "./sync/indexer-following.ts";
-import { createEscrowEventConsumer, registerChainReorgMetrics, type EscrowEventConsumer } from "./sync/escrow-events.ts";
+import { createEscrowEventConsumer, registerChainReorgMetrics, rowFromChainLog, type EscrowEventConsumer } from "./sync/escrow-events.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { startMaintenance } from "./workers/maintenance.ts";
 import { CHAIN_SEND_QUEUE, createOrderQueues, type ChainSendJob } from "./jobs/queues.ts";
@@ -197,7 +197,17 @@ async function startWorkers(deps: { options: ServiceOptions; pool: Pool; boss: P
   const { options, pool, boss, ports, chain } = deps;
   const { logger } = options;
   const depositOutcome = chain && ((escrowOrderId: Hex, deadline: bigint) => chain.gateway.depositOutcome(escrowOrderId, deadline, options.config.chainConfirmations));
-  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain && depositOutcome ? { escrow: escrowLockClock(chain.gateway), depositOutcome } : {}) });
+  // A deposit the escrow holds whose event the indexer never delivered: read from the chain, applied once.
+  const consumer = chain?.consumer;
+  const recoverDeposit = chain && consumer
+    ? async (escrowOrderId: Hex, notBefore: Date) => {
+        const found = await chain.gateway.depositedLog(escrowOrderId, notBefore, options.config.chainConfirmations);
+        if (!found) return false;
+        await consumer.applyFromChain(rowFromChainLog(chain.gateway.settings.chainId, found.log, found.blockTimestamp));
+        return true;
+      }
+    : undefined;
+  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain && depositOutcome ? { escrow: escrowLockClock(chain.gateway), depositOutcome } : {}), ...(recoverDeposit ? { recoverDeposit } : {}) });
   if (chain) {
     // Payment proof (issue 4): the CEP verification worker over the central bank's portal.
     const portal = createCepPortalClient({ baseUrl: deps.cepBaseUrl, timeoutMs: CEP_TIMEOUT_MS });

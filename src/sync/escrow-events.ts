@@ -1,4 +1,5 @@
 import { Counter, type Registry } from "prom-client";
+import type { Hex } from "viem";
 import { eventTable, INDEXER_TABLES, qualifiedTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
@@ -48,6 +49,29 @@ export function toOrderEvent(row: EscrowEventRow): OrderEvent | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * An escrow log read from the chain as the indexer's row of it (indexer/src/escrow.ts `record`): the same
+ * id (chain-block-log) and block hash, its bigint arguments as decimal strings.
+ */
+export function rowFromChainLog(
+  chainId: number,
+  log: { blockNumber: bigint; blockHash: Hex; logIndex: number; transactionHash: Hex; eventName: string; args: Record<string, unknown> },
+  blockTimestamp: bigint,
+): EscrowEventRow {
+  const args = Object.fromEntries(Object.entries(log.args).map(([name, value]) => [name, typeof value === "boolean" ? value : String(value)]));
+  return {
+    id: `${chainId}-${log.blockNumber}-${log.logIndex}`,
+    block_number: log.blockNumber.toString(),
+    block_hash: log.blockHash,
+    block_timestamp: blockTimestamp.toString(),
+    transaction_hash: log.transactionHash,
+    log_index: log.logIndex,
+    event_name: log.eventName,
+    order_id: typeof args.orderId === "string" ? args.orderId.toLowerCase() : null,
+    args,
+  };
 }
 
 export interface EscrowEventConsumerOptions {
@@ -178,6 +202,12 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   }
 
   async function applyRow(tx: PoolClient, row: EscrowEventRow): Promise<void> {
+    await applyEvent(tx, row);
+    await moveCursor(tx, row.block_number, row.log_index, row.block_hash);
+  }
+
+  /** One event to its order (once: keyed by the indexer's id and the block's hash), the cursor left where it is. */
+  async function applyEvent(tx: PoolClient, row: EscrowEventRow): Promise<void> {
     const event = await withLockFacts(tx, toOrderEvent(row));
     if (event && row.order_id) {
       const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
@@ -204,7 +234,6 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
         logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
       }
     }
-    await moveCursor(tx, row.block_number, row.log_index, row.block_hash);
   }
 
   async function moveCursor(tx: PoolClient, block: string, logIndex: number, blockHash: string | null): Promise<void> {
@@ -387,6 +416,12 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
 
   return {
     pollOnce,
+    /**
+     * Applies an event read from the chain rather than from the indexer (the deposit timer's, when the
+     * escrow holds a deposit the indexer never delivered), in its own transaction; the cursor stays.
+     * Keyed as the indexer's row of it would be, so whichever comes first applies it once.
+     */
+    applyFromChain: (row: EscrowEventRow) => withTransaction(pool, (tx) => applyEvent(tx, row)),
     /** Applied events found gone from the canonical chain since start. */
     orphanedEvents: () => orphanedEvents,
     start() {

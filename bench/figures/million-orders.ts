@@ -33,8 +33,14 @@ const RSS_LIMIT_MIB = 300e6 / 2 ** 20;
  */
 async function copyIndexerTables(stack: BenchStack, pool: pg.Pool): Promise<void> {
   const { stdout } = await promisify(execFile)("pg_dump", ["--schema-only", "--no-owner", "--no-privileges", `--schema=${stack.chain.indexerSchema}`, stack.chain.databaseUrl], { maxBuffer: 64 * 2 ** 20 });
-  // pg_dump's psql meta-commands (\restrict) are for psql, not SQL.
-  await pool.query(stdout.split("\n").filter((line) => !line.startsWith("\\")).join("\n"));
+  // pg_dump's psql meta-commands (\restrict) are for psql, not SQL. Its script empties the session's
+  // search_path, so it runs on a session of its own that is closed after, never handed back to the pool.
+  const client = await pool.connect();
+  try {
+    await client.query(stdout.split("\n").filter((line) => !line.startsWith("\\")).join("\n"));
+  } finally {
+    client.release(true);
+  }
 }
 
 /** A service process on `databaseUrl`, the stack's chain and indexer schema, with the stack's settings. */

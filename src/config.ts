@@ -61,6 +61,8 @@ export interface Config {
   sandboxUsdMxn: string;
   /** Escrow events are applied once this many blocks are indexed on top of theirs (0 on the local chain). */
   chainConfirmations: number;
+  /** How often the escrow's logs are read from the chain for events the indexer did not deliver (sync/escrow-reconciliation.ts). */
+  chainReconcileIntervalSeconds: number;
   /** MAX_FEE_PER_GAS_GWEI: the highest max fee per gas the service signs, replacements included (decimal gwei); none on the local chain. */
   maxFeePerGasGwei: string | undefined;
   /** Ponder's schema; set by `npm start` for the indexer it runs, required when the indexer runs elsewhere. */
@@ -245,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
     kycProviderSecret: text(env, "KYC_PROVIDER_SECRET"),
     sandboxUsdMxn,
     chainConfirmations: integer(env, "CHAIN_CONFIRMATIONS", integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER) === LOCAL_CHAIN_ID ? 0 : 10, 0, 1000),
+    chainReconcileIntervalSeconds: integer(env, "CHAIN_RECONCILE_INTERVAL_SECONDS", 30, 1, 3600),
     maxFeePerGasGwei: gwei(env, "MAX_FEE_PER_GAS_GWEI"),
     indexerSchema: text(env, "INDEXER_SCHEMA"),
     sanctionsListFiles: [

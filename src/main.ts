@@ -35,6 +35,7 @@ import { sandboxSecrets, type SandboxSecrets } from "./sandbox/secrets.ts";
 import { createSimulators, sandboxSurface, SIMULATOR_PREFIX, type SandboxSimulators } from "./sandbox/surface.ts";
 import { indexerFollowingReadiness, registerIndexerFollowingMetrics, watchIndexerFollowing, type IndexerFollowWatch } from "./sync/indexer-following.ts";
 import { createEscrowEventConsumer, registerChainReorgMetrics, rowFromChainLog, type EscrowEventConsumer } from "./sync/escrow-events.ts";
+import { createEscrowReconciliation, registerReconciliationMetrics, type EscrowReconciliation } from "./sync/escrow-reconciliation.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { startMaintenance } from "./workers/maintenance.ts";
 import { CHAIN_SEND_QUEUE, createOrderQueues, type ChainSendJob } from "./jobs/queues.ts";
@@ -65,7 +66,7 @@ export interface RunningService {
   /** In sandbox: the secrets generated for DATA_DIR that the simulators and the clients share. */
   sandboxSecrets: SandboxSecrets | undefined;
   /** Present when the service was given a chain: signer, escrow reads, the once-only sender. */
-  chain: { gateway: EscrowGateway; sender: TransactionSender; consumer: EscrowEventConsumer | undefined } | undefined;
+  chain: { gateway: EscrowGateway; sender: TransactionSender; consumer: EscrowEventConsumer | undefined; reconciliation: EscrowReconciliation | undefined } | undefined;
   stop(): Promise<void>;
 }
 
@@ -130,6 +131,8 @@ interface ChainParts {
   creation: OrderCreationDeps;
   permits: PermitIssuer;
   consumer: EscrowEventConsumer | undefined;
+  /** The escrow's logs read from the chain for what the indexer did not deliver. */
+  reconciliation: EscrowReconciliation | undefined;
   /** The service signer's and the arbiter's gas money (decisions 7). */
   signerBalances: SignerBalanceWatch;
   /** Whether the indexer follows the chain (behind, or off it after a reorganisation deeper than its finality). */
@@ -189,7 +192,25 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
   const indexerFollowing = options.indexerSchema
     ? watchIndexerFollowing({ db: pool, indexerSchema: options.indexerSchema, publicClient: gateway.publicClient, logger })
     : undefined;
-  return { gateway, sender, sanctions, view, creation, permits, consumer, signerBalances, indexerFollowing };
+  // What the indexer did not deliver in time is read from the chain (sync/escrow-reconciliation.ts).
+  const reconciliation = consumer && options.indexerSchema
+    ? createEscrowReconciliation({
+        pool,
+        logger,
+        indexerSchema: options.indexerSchema,
+        intervalMs: config.chainReconcileIntervalSeconds * 1000,
+        apply: consumer.applyFromChain,
+        chain: {
+          finalEnoughBlock: async () => {
+            const head = await gateway.publicClient.getBlockNumber({ cacheTime: 0 });
+            return head > BigInt(config.chainConfirmations) ? head - BigInt(config.chainConfirmations) : 0n;
+          },
+          escrowEvents: async (from, to) => (await gateway.escrowLogs(from, to)).map((log) => rowFromChainLog(settings.chainId, log)),
+          blockTimestamp: (blockHash) => gateway.blockTimestamp(blockHash as Hex),
+        },
+      })
+    : undefined;
+  return { gateway, sender, sanctions, view, creation, permits, consumer, reconciliation, signerBalances, indexerFollowing };
 }
 
 /** The queue workers of this process: order timers and chain sends, and with a chain the CEP checks. */
@@ -197,17 +218,7 @@ async function startWorkers(deps: { options: ServiceOptions; pool: Pool; boss: P
   const { options, pool, boss, ports, chain } = deps;
   const { logger } = options;
   const depositOutcome = chain && ((escrowOrderId: Hex, deadline: bigint) => chain.gateway.depositOutcome(escrowOrderId, deadline, options.config.chainConfirmations));
-  // A deposit the escrow holds whose event the indexer never delivered: read from the chain, applied once.
-  const consumer = chain?.consumer;
-  const recoverDeposit = chain && consumer
-    ? async (escrowOrderId: Hex, notBefore: Date) => {
-        const found = await chain.gateway.depositedLog(escrowOrderId, notBefore, options.config.chainConfirmations);
-        if (!found) return false;
-        await consumer.applyFromChain(rowFromChainLog(chain.gateway.settings.chainId, found.log, found.blockTimestamp));
-        return true;
-      }
-    : undefined;
-  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain && depositOutcome ? { escrow: escrowLockClock(chain.gateway), depositOutcome } : {}), ...(recoverDeposit ? { recoverDeposit } : {}) });
+  await startOrderWorkers({ boss, pool, ports, sender: chain?.sender, logger, ...(chain && depositOutcome ? { escrow: escrowLockClock(chain.gateway), depositOutcome } : {}) });
   if (chain) {
     // Payment proof (issue 4): the CEP verification worker over the central bank's portal.
     const portal = createCepPortalClient({ baseUrl: deps.cepBaseUrl, timeoutMs: CEP_TIMEOUT_MS });
@@ -312,6 +323,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const chain = options.chain ? await chainParts({ ...options, chain: options.chain }, pool, boss, ports) : undefined;
   await startWorkers({ options, pool, boss, ports, chain, cepBaseUrl: outside.cepBaseUrl });
   chain?.consumer?.start();
+  chain?.reconciliation?.start();
 
   const signerBalances = chain?.signerBalances;
   const operator = signerBalances && {
@@ -322,6 +334,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     registerMetrics: (registry: Registry) => {
       registerSignerBalanceMetrics(registry, signerBalances);
       if (chain.consumer) registerChainReorgMetrics(registry, chain.consumer);
+      if (chain.reconciliation) registerReconciliationMetrics(registry, chain.reconciliation);
       if (chain.indexerFollowing) registerIndexerFollowingMetrics(registry, chain.indexerFollowing);
     },
   };
@@ -336,12 +349,13 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     boss,
     simulators: outside.simulators,
     sandboxSecrets: outside.secrets,
-    chain: chain && { gateway: chain.gateway, sender: chain.sender, consumer: chain.consumer },
+    chain: chain && { gateway: chain.gateway, sender: chain.sender, consumer: chain.consumer, reconciliation: chain.reconciliation },
     async stop() {
       if (stopped) return;
       stopped = true;
       chain?.signerBalances.stop();
       chain?.indexerFollowing?.stop();
+      await chain?.reconciliation?.stop();
       await chain?.consumer?.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

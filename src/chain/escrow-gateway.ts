@@ -48,9 +48,6 @@ export function lockPermitDeadline(now: Date = new Date()): bigint {
 
 export type EscrowStatus = (typeof escrowOrderStatus)[number];
 
-/** Blocks one eth_getLogs asks for at most: within the ranges public providers accept. */
-const LOG_WINDOW_BLOCKS = 2_000n;
-
 /** viem clients for the escrow: the service's signer, the arbiter, and reads. */
 export function createEscrowGateway(settings: ChainSettings) {
   const chain = defineChain({
@@ -113,21 +110,15 @@ export function createEscrowGateway(settings: ChainSettings) {
       return closed ? escrowStatus(orderId, at) : undefined;
     },
 
-    /**
-     * The escrow's Deposited log of an order, at or below the block `confirmations` under the head, with
-     * its block's time; undefined when there is none. Searched backwards a window at a time, down to blocks
-     * older than `notBefore` (the order's creation: its deposit cannot be earlier). For the deposit timer,
-     * when the escrow holds a deposit whose event the indexer never delivered.
-     */
-    async depositedLog(orderId: Hex, notBefore: Date, confirmations: number) {
-      const notBeforeSeconds = BigInt(Math.floor(notBefore.getTime() / 1000));
-      for (let to = (await publicClient.getBlockNumber({ cacheTime: 0 })) - BigInt(confirmations); to >= 0n; to -= LOG_WINDOW_BLOCKS) {
-        const from = to >= LOG_WINDOW_BLOCKS ? to - LOG_WINDOW_BLOCKS + 1n : 0n;
-        const [log] = await publicClient.getContractEvents({ address: settings.escrowAddress, abi: escrowAbi, eventName: "Deposited", args: { orderId }, fromBlock: from, toBlock: to });
-        if (log) return { log, blockTimestamp: (await publicClient.getBlock({ blockHash: log.blockHash })).timestamp };
-        if (from === 0n || (await publicClient.getBlock({ blockNumber: from })).timestamp < notBeforeSeconds) return undefined;
-      }
-      return undefined;
+    /** Every log the escrow emitted in blocks `fromBlock` to `toBlock` (included), decoded, in chain order. */
+    async escrowLogs(fromBlock: bigint, toBlock: bigint) {
+      const logs = await publicClient.getContractEvents({ address: settings.escrowAddress, abi: escrowAbi, fromBlock, toBlock });
+      return logs.filter((log) => log.eventName !== undefined);
+    },
+
+    /** A block's time (Unix seconds). */
+    async blockTimestamp(blockHash: Hex): Promise<bigint> {
+      return (await publicClient.getBlock({ blockHash })).timestamp;
     },
   };
 }

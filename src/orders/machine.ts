@@ -140,6 +140,9 @@ export interface OrderInput {
   expiresAt: string;
 }
 
+/** The order's transaction hashes that a chain event records, and so a reorganisation can replace. */
+export type ReplaceableTxHash = "escrowTxHash" | "releaseTxHash" | "refundTxHash";
+
 /** Events: chain facts arrive through the indexer; timers from pg-boss; requests from the API. */
 export type OrderEvent =
   | { type: "DEPOSIT_CONFIRMED"; txHash: string; seller: string; listingExpiresAt: string; at: string; sanctionedSeller?: { listEntry: string | null } }
@@ -150,6 +153,12 @@ export type OrderEvent =
   | { type: "REFUNDED"; txHash: string; reason: RefundReason; at: string }
   | { type: "DISPUTE_OPENED"; txHash: string; openedBy: string; byBuyer: boolean; at: string }
   | { type: "DISPUTE_RESOLVED"; txHash: string; outcome: DisputeOutcome; newLockExpiresAt: string | null; at: string }
+  /**
+   * An applied deposit, release or refund that a reorganisation deeper than the confirmations removed is on
+   * the canonical chain again under another transaction (a fee replacement, or the same action sent by
+   * someone else): the order's record follows the chain. The state does not change.
+   */
+  | { type: "CHAIN_TX_REPLACED"; field: ReplaceableTxHash; orphanedTxHash: string; txHash: string; at: string }
   /** The lock timer found the escrow's effective lock expiry later than the order's (the escrow was paused). */
   | { type: "LOCK_EXPIRY_MOVED"; dueAt: string; lockExpiresAt: string; at: string }
   | { type: "RESOLUTION_REQUESTED"; outcome: DisputeOutcome; note: string | null; at: string }
@@ -367,10 +376,23 @@ export const orderMachine = setup({
     // A deposit for an order that ended before any deposit was seen (decisions 19): refunded, never kept.
     depositAfterOrderEnded: ({ context }) => context.escrowTxHash === null && !context.lateDeposit,
     lateDepositRefunded: ({ context }) => !!context.lateDeposit && context.lateDeposit.refundTxHash === null,
+    // The order still records the transaction a reorganisation removed (replaced once, whoever reports it).
+    recordsRemovedTransaction: ({ context, event }) =>
+      event.type === "CHAIN_TX_REPLACED" && context[event.field] === event.orphanedTxHash && event.txHash !== event.orphanedTxHash,
   },
 }).createMachine({
   id: "order",
   initial: "PENDING_DEPOSIT",
+  // In every state, final ones too: only a hash the order still records as the removed one is replaced.
+  on: {
+    CHAIN_TX_REPLACED: {
+      guard: "recordsRemovedTransaction",
+      actions: [
+        assign(({ event }) => ({ [event.field]: event.txHash })),
+        { type: "timeline", params: ({ event }) => ({ event: "CHAIN_TX_REPLACED", data: { field: event.field, orphanedTxHash: event.orphanedTxHash, txHash: event.txHash } }) },
+      ],
+    },
+  },
   context: ({ input }) => ({
     orderId: input.orderId,
     expiresAt: input.expiresAt,

@@ -21,6 +21,20 @@ export interface AppliedTransition {
   changed: boolean;
   status: OrderStatus;
   version: number;
+  /** An on-chain event already applied (its once-only mark was there): nothing was consulted. */
+  replayed: boolean;
+}
+
+/**
+ * An on-chain event's once-only mark: its id (the indexer's row id and block hash) and where it was, so
+ * that a reorganisation deeper than the confirmations that removes it can be found (sync/escrow-events.ts).
+ */
+export interface ChainEventMark {
+  id: string;
+  indexerSchema: string;
+  blockNumber: string;
+  eventName: string;
+  txHash: string;
 }
 
 interface ActorRow {
@@ -129,27 +143,29 @@ export async function startOrderActor(
 /**
  * Applies one event to one order: the row is locked (so no two instances apply events to one order at
  * once), the snapshot restored, the machine consulted, and the new snapshot, its version and every
- * effect written in one transaction. `chainEventId` makes an on-chain event apply at most once.
+ * effect written in one transaction. `chainEvent` makes an on-chain event apply at most once.
  */
 export async function applyOrderEvent(
   pool: Pool,
   ports: OrderEffectPorts,
   orderId: string,
   event: OrderEvent,
-  options: { chainEventId?: string; tx?: PoolClient } = {},
+  options: { chainEvent?: ChainEventMark; tx?: PoolClient } = {},
 ): Promise<AppliedTransition> {
   const run = async (tx: PoolClient): Promise<AppliedTransition> => {
     // The row lock and, for an on-chain event, its once-only mark in one round trip: a mark already there
     // (the event replayed) leaves the order as it is.
+    const mark = options.chainEvent;
     const { rows } = await tx.query<ActorRow & { fresh: boolean }>(
-      `WITH mark AS (INSERT INTO applied_chain_events (event_id, order_id) SELECT $2, $1 WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING RETURNING 1)
+      `WITH mark AS (INSERT INTO applied_chain_events (event_id, order_id, indexer_schema, block_number, event_name, transaction_hash)
+                     SELECT $2, $1, $3, $4, $5, $6 WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING RETURNING 1)
        SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version, $2::text IS NULL OR EXISTS (SELECT 1 FROM mark) AS fresh
          FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR UPDATE OF o`,
-      [orderId, options.chainEventId ?? null],
+      [orderId, mark?.id ?? null, mark?.indexerSchema ?? null, mark?.blockNumber ?? null, mark?.eventName ?? null, mark?.txHash ?? null],
     );
     const row = rows[0];
     if (!row) throw new PermanentError(`order ${orderId} does not exist`);
-    const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version };
+    const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version, replayed: !row.fresh };
     if (!row.fresh) return unchanged;
     const current = orderMachine.resolveState(row.machine_snapshot);
     const [next, actions] = transition(orderMachine, current, event);
@@ -168,7 +184,7 @@ export async function applyOrderEvent(
     const updated = await tx.query<{ updated: number }>(update.text, update.values);
     if (updated.rows[0]!.updated !== 1) throw new Error(`order ${orderId} changed under its lock`);
     await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
-    return { orderId, changed: true, status, version };
+    return { orderId, changed: true, status, version, replayed: false };
   };
   return options.tx ? run(options.tx) : withTransaction(pool, run);
 }

@@ -6,7 +6,7 @@ import type { Pool, PoolClient } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { withTransaction } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
-import type { DisputeOutcome, OrderEvent, RefundReason } from "../orders/machine.ts";
+import type { DisputeOutcome, OrderEvent, RefundReason, ReplaceableTxHash } from "../orders/machine.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 
 export interface EscrowEventRow {
@@ -53,19 +53,17 @@ export function toOrderEvent(row: EscrowEventRow): OrderEvent | undefined {
 
 /**
  * An escrow log read from the chain as the indexer's row of it (indexer/src/escrow.ts `record`): the same
- * id (chain-block-log) and block hash, its bigint arguments as decimal strings.
+ * id (chain-block-log) and block hash, its bigint arguments as decimal strings; its block's time apart.
  */
 export function rowFromChainLog(
   chainId: number,
-  log: { blockNumber: bigint; blockHash: Hex; logIndex: number; transactionHash: Hex; eventName: string; args: Record<string, unknown> },
-  blockTimestamp: bigint,
-): EscrowEventRow {
+  log: { blockNumber: bigint; blockHash: Hex; logIndex: number; transactionHash: Hex; eventName: string; args: object },
+): Omit<EscrowEventRow, "block_timestamp"> {
   const args = Object.fromEntries(Object.entries(log.args).map(([name, value]) => [name, typeof value === "boolean" ? value : String(value)]));
   return {
     id: `${chainId}-${log.blockNumber}-${log.logIndex}`,
     block_number: log.blockNumber.toString(),
     block_hash: log.blockHash,
-    block_timestamp: blockTimestamp.toString(),
     transaction_hash: log.transactionHash,
     log_index: log.logIndex,
     event_name: log.eventName,
@@ -112,6 +110,9 @@ interface OrphanedEvent {
 }
 
 const CONSUMER_LOCK = "escrow-event-consumer";
+
+/** The order's record of each escrow event that the escrow emits once per order. */
+const REPLACEABLE_TX_HASH: Record<string, ReplaceableTxHash | undefined> = { Deposited: "escrowTxHash", Released: "releaseTxHash", Refunded: "refundTxHash" };
 /** Events applied in one transaction at most: few enough that the order row locks it holds stay brief. */
 const EVENTS_PER_TRANSACTION = 50;
 
@@ -206,34 +207,52 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     await moveCursor(tx, row.block_number, row.log_index, row.block_hash);
   }
 
-  /** One event to its order (once: keyed by the indexer's id and the block's hash), the cursor left where it is. */
-  async function applyEvent(tx: PoolClient, row: EscrowEventRow): Promise<void> {
+  /**
+   * One event to its order (once: keyed by the indexer's id and the block's hash), the cursor left where it
+   * is. Returns whether the event was new to the service (false: applied before, or no order of ours).
+   */
+  async function applyEvent(tx: PoolClient, row: EscrowEventRow): Promise<boolean> {
     const event = await withLockFacts(tx, toOrderEvent(row));
-    if (event && row.order_id) {
-      const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
-      const orderId = rows[0]?.id;
-      if (orderId) {
-        // Keyed by block hash too: Ponder's id (chain-block-log) repeats on a new local chain or another branch.
-        const chainEventId = `${row.id}:${row.block_hash}`;
-        const result = await applyOrderEvent(pool, ports, orderId, event, { chainEventId, tx });
-        // Where it was, to find it if a reorganisation deeper than the confirmations removes it.
-        await tx.query(
-          "UPDATE applied_chain_events SET indexer_schema = $2, block_number = $3, event_name = $4, transaction_hash = $5 WHERE event_id = $1 AND block_number IS NULL",
-          [chainEventId, indexerSchema, row.block_number, row.event_name, row.transaction_hash],
-        );
-        if (result.changed && event.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) {
-          // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
-          await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);
-          logger.warn({ orderId, wallet: event.seller }, "seller wallet is on the sanctions list; user flagged");
-        }
-        if (result.changed && event.type === "LOCKED" && event.sanctionedBuyer) {
-          logger.warn({ orderId, wallet: event.buyer }, "buyer wallet is on the sanctions list; order held for review, no release will be sent");
-        }
-        logger.info({ orderId, chainEvent: row.event_name, block: row.block_number, changed: result.changed, status: result.status }, "escrow event applied");
-      } else {
-        logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
-      }
+    if (!event || !row.order_id) return false;
+    const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
+    const orderId = rows[0]?.id;
+    if (!orderId) {
+      logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
+      return false;
     }
+    // Keyed by block hash too: Ponder's id (chain-block-log) repeats on a new local chain or another branch.
+    const chainEvent = { id: `${row.id}:${row.block_hash}`, indexerSchema, blockNumber: row.block_number, eventName: row.event_name, txHash: row.transaction_hash };
+    const result = await applyOrderEvent(pool, ports, orderId, event, { chainEvent, tx });
+    if (!result.replayed && !result.changed) await followReplacedTransaction(tx, orderId, row);
+    if (result.changed && event.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) {
+      // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
+      await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);
+      logger.warn({ orderId, wallet: event.seller }, "seller wallet is on the sanctions list; user flagged");
+    }
+    if (result.changed && event.type === "LOCKED" && event.sanctionedBuyer) {
+      logger.warn({ orderId, wallet: event.buyer }, "buyer wallet is on the sanctions list; order held for review, no release will be sent");
+    }
+    logger.info({ orderId, chainEvent: row.event_name, block: row.block_number, changed: result.changed, status: result.status }, "escrow event applied");
+    return !result.replayed;
+  }
+
+  /**
+   * A new event the order did not move on: if a reorganisation removed the order's applied event of the same
+   * kind, this one is its replacement on the canonical chain (the escrow deposits, releases and refunds an
+   * order once), and the hash the order records follows it.
+   */
+  async function followReplacedTransaction(tx: PoolClient, orderId: string, row: EscrowEventRow): Promise<void> {
+    const field = REPLACEABLE_TX_HASH[row.event_name];
+    if (!field) return;
+    const { rows } = await tx.query<{ transaction_hash: string }>(
+      `SELECT transaction_hash FROM applied_chain_events
+        WHERE order_id = $1 AND event_name = $2 AND orphaned_at IS NOT NULL AND transaction_hash <> $3 ORDER BY orphaned_at DESC LIMIT 1`,
+      [orderId, row.event_name, row.transaction_hash],
+    );
+    const orphaned = rows[0];
+    if (!orphaned) return;
+    const replaced = await applyOrderEvent(pool, ports, orderId, { type: "CHAIN_TX_REPLACED", field, orphanedTxHash: orphaned.transaction_hash, txHash: row.transaction_hash, at: unixToIso(row.block_timestamp) }, { tx });
+    if (replaced.changed) logger.warn({ orderId, chainEvent: row.event_name, orphanedTxHash: orphaned.transaction_hash, txHash: row.transaction_hash }, "an orphaned escrow event is on the chain again under another transaction; the order records the new one");
   }
 
   async function moveCursor(tx: PoolClient, block: string, logIndex: number, blockHash: string | null): Promise<void> {
@@ -417,9 +436,9 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   return {
     pollOnce,
     /**
-     * Applies an event read from the chain rather than from the indexer (the deposit timer's, when the
-     * escrow holds a deposit the indexer never delivered), in its own transaction; the cursor stays.
-     * Keyed as the indexer's row of it would be, so whichever comes first applies it once.
+     * Applies an event read from the chain rather than from the indexer (the reconciliation's, when the
+     * indexer had not delivered it), in its own transaction; the cursor stays. Keyed as the indexer's row
+     * of it would be, so whichever comes first applies it once. True when it was new to the service.
      */
     applyFromChain: (row: EscrowEventRow) => withTransaction(pool, (tx) => applyEvent(tx, row)),
     /** Applied events found gone from the canonical chain since start. */

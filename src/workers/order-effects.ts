@@ -84,13 +84,14 @@ export const DEPOSIT_RECHECK_SECONDS = 3;
  * Before a due deposit timer expires an order, the chain must have closed the deposit window
  * (`depositOutcome`, escrow-gateway.ts): a deposit the escrow accepted before the deadline lists its
  * order however long its confirmations, the indexer or a lagging RPC endpoint take (decisions 6). While
- * the window may still hold a deposit, or the escrow holds one whose Deposited event is not applied yet,
+ * the window may still hold a deposit, or the escrow holds one whose Deposited event is not applied yet
+ * (the indexer delivers it, or else the reconciliation reads it from the chain: sync/escrow-reconciliation.ts),
  * or the chain cannot be read, the timer looks again in DEPOSIT_RECHECK_SECONDS: it fires only into an
  * order whose escrow is empty at a block past the deadline. Returns true when the timer must not fire now.
  */
-async function awaitDepositWindow(deps: { boss: PgBoss; pool: Pool; logger: Logger; depositOutcome: DepositOutcome; recoverDeposit?: DepositRecovery }, job: TimerJob): Promise<boolean> {
-  const { rows } = await deps.pool.query<{ status: string; escrow_order_id: Hex; deposit_deadline: Date; created_at: Date }>(
-    "SELECT status, escrow_order_id, deposit_deadline, created_at FROM orders WHERE id = $1",
+async function awaitDepositWindow(deps: { boss: PgBoss; pool: Pool; logger: Logger; depositOutcome: DepositOutcome }, job: TimerJob): Promise<boolean> {
+  const { rows } = await deps.pool.query<{ status: string; escrow_order_id: Hex; deposit_deadline: Date }>(
+    "SELECT status, escrow_order_id, deposit_deadline FROM orders WHERE id = $1",
     [job.orderId],
   );
   const row = rows[0];
@@ -102,32 +103,12 @@ async function awaitDepositWindow(deps: { boss: PgBoss; pool: Pool; logger: Logg
   });
   if (outcome === "None") return false;
   await deps.boss.send(ORDER_TIMER_QUEUE, job, { startAfter: new Date(Date.now() + DEPOSIT_RECHECK_SECONDS * 1000) });
-  if (outcome !== undefined && outcome !== "unreadable" && deps.recoverDeposit && Date.now() - Date.parse(job.dueAt) > INDEXER_GRACE_SECONDS * 1000) {
-    // The escrow has held the deposit past the deadline for longer than the indexer takes: its event went
-    // missing on the way (the chaos run's reorganisation, database kill and indexer restart at once lost
-    // two). Read from the chain and applied as the indexer's row would be, so once whichever comes first.
-    const recovered = await deps.recoverDeposit(row.escrow_order_id, row.created_at).catch((error: unknown) => {
-      deps.logger.warn({ orderId: job.orderId, err: error }, "deposit timer: the Deposited log could not be read; looking again shortly");
-      return false;
-    });
-    if (recovered) deps.logger.warn({ orderId: job.orderId }, "deposit applied from the chain: the escrow held it, but the indexer had not delivered its Deposited event");
-    return true;
-  }
   if (outcome !== "unreadable") {
     const why = outcome === undefined ? "the chain has not closed the deposit window yet (deadline or confirmations)" : `the escrow holds the deposit (${outcome}); waiting for its indexed Deposited event`;
     deps.logger.info({ orderId: job.orderId, timer: job.timer }, `deposit timer due, but ${why}`);
   }
   return true;
 }
-
-/** How long past the deposit timer's due time the indexer may take to deliver a deposit the escrow holds. */
-const INDEXER_GRACE_SECONDS = 30;
-
-/**
- * Reads an order's Deposited log from the chain and applies it as the indexer's row (sync/escrow-events.ts
- * applyFromChain); false when the chain has none at the confirmed depth.
- */
-export type DepositRecovery = (escrowOrderId: Hex, notBefore: Date) => Promise<boolean>;
 
 /** The escrow's status once the chain has closed an order's deposit window, or undefined before (escrow-gateway.ts). */
 export type DepositOutcome = (escrowOrderId: Hex, depositDeadline: bigint) => Promise<EscrowStatus | undefined>;
@@ -146,15 +127,14 @@ export async function startOrderWorkers(deps: {
   /** The escrow's lock clock; without it lock timers fire at the order's own expiry. */
   escrow?: EscrowLockClock;
   depositOutcome?: DepositOutcome;
-  recoverDeposit?: DepositRecovery;
 }): Promise<void> {
-  const { boss, pool, ports, logger, depositOutcome, recoverDeposit } = deps;
+  const { boss, pool, ports, logger, depositOutcome } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
   await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
     const { orderId, timer, dueAt } = job.data;
     const escrow = deps.escrow;
     if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job.data))) return;
-    if (timer === "DEPOSIT_TIMEOUT" && depositOutcome && (await awaitDepositWindow({ boss, pool, logger, depositOutcome, ...(recoverDeposit ? { recoverDeposit } : {}) }, job.data))) return;
+    if (timer === "DEPOSIT_TIMEOUT" && depositOutcome && (await awaitDepositWindow({ boss, pool, logger, depositOutcome }, job.data))) return;
     const result = await applyOrderEvent(pool, ports, orderId, { type: "TIMER_FIRED", timer, dueAt, at: new Date().toISOString() });
     logger.info({ orderId, timer, changed: result.changed, status: result.status }, "order timer fired");
   }, recordPermanentFailure(logger, ORDER_TIMER_QUEUE)));

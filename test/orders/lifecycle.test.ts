@@ -163,9 +163,9 @@ describe("the indexer's events", () => {
     const before = await stack.service.pool.query("SELECT version, status, machine_snapshot FROM orders WHERE id = $1", [id]);
     const timelineBefore = await stack.service.pool.query("SELECT count(*)::int AS n FROM order_timeline WHERE order_id = $1", [id]);
     // Rewind the cursor to the beginning: the consumer reads every event again.
-    await stack.service.pool.query("UPDATE chain_cursor SET block_number = -1, log_index = -1");
+    await stack.service.pool.query("UPDATE chain_cursor SET block_number = -1, log_index = -1 WHERE name = $1", [stack.indexerSchema]);
     await waitFor("the replay to pass the order's events", async () => {
-      const { rows } = await stack.service.pool.query<{ block_number: string }>("SELECT block_number FROM chain_cursor");
+      const { rows } = await stack.service.pool.query<{ block_number: string }>("SELECT block_number FROM chain_cursor WHERE name = $1", [stack.indexerSchema]);
       return Number(rows[0]!.block_number) > 0 ? true : undefined;
     });
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -203,7 +203,7 @@ describe("the indexer's events", () => {
     const deposit = await stranger.writeContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "deposit", args: [terms, signature], chain: gateway.chain });
     const receipt = await mined(deposit);
     const id = await activeOrder();
-    const { rows } = await stack.service.pool.query<{ block_number: string }>("SELECT block_number FROM chain_cursor");
+    const { rows } = await stack.service.pool.query<{ block_number: string }>("SELECT block_number FROM chain_cursor WHERE name = $1", [stack.indexerSchema]);
     assert.ok(BigInt(rows[0]!.block_number) > receipt.blockNumber, "the cursor moved past the unknown order's event");
     const detail = await stack.service.api<Json>("GET", `/orders/${id}`, { key: stack.partner.apiKey });
     assert.equal(detail.body.status, "ACTIVE");

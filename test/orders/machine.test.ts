@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { initialTransition, transition } from "xstate";
-import { ORDER_STATUSES, orderMachine, type OrderEvent, type OrderStatus } from "../../src/orders/machine.ts";
+import { ORDER_STATUSES, orderMachine, type OrderEvent, type OrderStatus, type ReplaceableTxHash } from "../../src/orders/machine.ts";
 
 // The spec's status chart, checked on the pure machine: every transition drawn in it (plus the chain
 // races documented in docs/orders.md), and every event refused in every other state.
@@ -199,5 +199,33 @@ describe("completion time", () => {
     assert.equal(completed?.completedAt, verifiedAt, "order.completed says the same");
     const later = run(ev.deposit, ev.lock, ev.report, { ...ev.verified, at: verifiedAt }, { ...ev.released, at: "2026-11-21T10:00:07.000Z" });
     assert.equal(later.snapshot.context.completedAt, "2026-11-21T10:00:07.000Z");
+  });
+});
+
+describe("a transaction a deep reorganisation replaced (decisions 6, 7)", () => {
+  function replaced(field: ReplaceableTxHash, orphanedTxHash: string): OrderEvent {
+    return { type: "CHAIN_TX_REPLACED", field, orphanedTxHash, txHash: "0xnew", at: T0 };
+  }
+
+  test("a final order records the refund's new hash, with a timeline entry, and stays where it is", () => {
+    const refunded = run(ev.deposit, ev.cancel, ev.refundedCancel).snapshot;
+    const [after, actions] = transition(orderMachine, refunded, replaced("refundTxHash", "0xf"));
+    assert.equal(after.value, "REFUNDED");
+    assert.equal(after.context.refundTxHash, "0xnew");
+    const effects = actions.filter((action) => !action.type.startsWith("xstate.")).map(({ type, params }) => ({ type, params }));
+    assert.deepEqual(effects, [{ type: "timeline", params: { event: "CHAIN_TX_REPLACED", data: { field: "refundTxHash", orphanedTxHash: "0xf", txHash: "0xnew" } } }]);
+  });
+
+  test("an open order records its deposit's new hash", () => {
+    const [after] = transition(orderMachine, run(ev.deposit, ev.lock).snapshot, replaced("escrowTxHash", "0xd"));
+    assert.equal(after.value, "LOCKED");
+    assert.equal(after.context.escrowTxHash, "0xnew");
+  });
+
+  test("a hash the order does not record as the removed one is kept", () => {
+    const completed = run(...reach.PENDING_RELEASE, ev.released).snapshot;
+    const [after, actions] = transition(orderMachine, completed, replaced("releaseTxHash", "0xother"));
+    assert.equal(after.context.releaseTxHash, "0xr");
+    assert.equal(actions.filter((action) => !action.type.startsWith("xstate.")).length, 0);
   });
 });

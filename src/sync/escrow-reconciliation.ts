@@ -1,0 +1,155 @@
+// The service's orders against the chain itself, not only against the indexer (decisions 6, 7 and 15).
+// The escrow event consumer applies what Ponder delivers; an event can still go missing on the way (the
+// full chaos run lost two deposits between Ponder's rows and the consumer during a reorganisation, a
+// database kill and an indexer restart at once), or arrive late (Ponder stalls about a minute on each
+// removed block it was fetching). Every interval one instance reads the escrow's logs from the chain up to
+// the final-enough block of its previous pass (so every log considered has had an interval to arrive
+// through the indexer) and applies those of our orders the service has not applied, in chain order, keyed
+// as the indexer's rows of them: whichever comes first applies an event once. This serves every event
+// kind: a lost deposit, lock, dispute, release or refund, and one a reorganisation moved to another block.
+import { Counter, type Registry } from "prom-client";
+import type { Pool } from "../db/pool.ts";
+import type { Logger } from "../logger.ts";
+import type { EscrowEventRow } from "./escrow-events.ts";
+
+/** What the reconciliation reads from the chain. */
+export interface EscrowLogReader {
+  /** The block `CHAIN_CONFIRMATIONS` under the chain's head: what is final enough to act on. */
+  finalEnoughBlock(): Promise<bigint>;
+  /**
+   * The escrow's logs in blocks `from` to `to` (included), as the indexer's rows of them, in chain order,
+   * without their block's time (read only for the few applied: blockTimestamp).
+   */
+  escrowEvents(from: bigint, to: bigint): Promise<ChainEscrowEvent[]>;
+  /** A block's time, Unix seconds. */
+  blockTimestamp(blockHash: string): Promise<bigint>;
+}
+
+export type ChainEscrowEvent = Omit<EscrowEventRow, "block_timestamp">;
+
+/** Blocks re-read below the last pass's end each pass: events a reorganisation moved to other blocks are found. */
+export const RECONCILE_OVERLAP_BLOCKS = 128n;
+/** Blocks one eth_getLogs asks for at most: within the ranges public providers accept (some 500). */
+const LOG_WINDOW_BLOCKS = 500n;
+const RECONCILE_LOCK = "escrow-reconciliation";
+
+/** The reconciliation's place in chain_cursor, beside the consumer's (named by the indexer schema). */
+export function reconciliationCursorName(indexerSchema: string): string {
+  return `reconciled:${indexerSchema}`;
+}
+
+export function createEscrowReconciliation(options: {
+  pool: Pool;
+  chain: EscrowLogReader;
+  /** Applies one event to its order in its own transaction; true when it was new to the service. */
+  apply: (row: EscrowEventRow) => Promise<boolean>;
+  logger: Logger;
+  /** The indexer's schema: the pass keeps its cursor per schema, as the consumer does. */
+  indexerSchema: string;
+  intervalMs: number;
+}) {
+  const { pool, chain, apply, logger, intervalMs } = options;
+  const cursorName = reconciliationCursorName(options.indexerSchema);
+  let recovered = 0;
+  let lastFinalEnough: bigint | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let pass: Promise<unknown> | undefined;
+
+  /**
+   * One pass, on one instance at a time (a transaction-level advisory lock held through it; the others
+   * skip). Returns how many events it applied that the service had not.
+   */
+  async function reconcileOnce(): Promise<number> {
+    const upTo = lastFinalEnough;
+    lastFinalEnough = await chain.finalEnoughBlock();
+    if (upTo === undefined) return 0; // the first pass only learns where the chain is
+    const client = await pool.connect();
+    let applied = 0;
+    try {
+      await client.query("BEGIN");
+      const { rows: locked } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked", [RECONCILE_LOCK]);
+      if (!locked[0]!.locked) return 0;
+      const { rows: cursor } = await client.query<{ block_number: string }>("SELECT block_number FROM chain_cursor WHERE name = $1", [cursorName]);
+      // Never run before: the chain up to here is the indexer's to deliver, reconciled from the next pass on.
+      const saved = cursor[0] ? BigInt(cursor[0].block_number) : upTo;
+      const from = saved > RECONCILE_OVERLAP_BLOCKS ? saved - RECONCILE_OVERLAP_BLOCKS + 1n : 0n;
+      for (let start = from; cursor[0] && start <= upTo; start += LOG_WINDOW_BLOCKS) {
+        const end = start + LOG_WINDOW_BLOCKS - 1n < upTo ? start + LOG_WINDOW_BLOCKS - 1n : upTo;
+        for (const event of await missing(await chain.escrowEvents(start, end))) {
+          const row = { ...event, block_timestamp: (await chain.blockTimestamp(event.block_hash)).toString() };
+          if (!(await apply(row))) continue;
+          applied++;
+          logger.warn(
+            { escrowOrderId: row.order_id, chainEvent: row.event_name, block: row.block_number, txHash: row.transaction_hash },
+            "escrow event applied from the chain: the indexer had not delivered it",
+          );
+        }
+      }
+      await client.query(
+        `INSERT INTO chain_cursor (name, block_number, log_index) VALUES ($1, $2, 0)
+         ON CONFLICT (name) DO UPDATE SET block_number = GREATEST(chain_cursor.block_number, EXCLUDED.block_number), updated_at = now()`,
+        [cursorName, upTo.toString()],
+      );
+      await client.query("COMMIT");
+    } finally {
+      await client.query("ROLLBACK").catch(() => undefined); // after COMMIT a no-op; else ends the lock's transaction
+      client.release();
+    }
+    recovered += applied;
+    return applied;
+  }
+
+  /** The rows of orders of ours whose events the service has not applied, in their order. */
+  async function missing(rows: ChainEscrowEvent[]): Promise<ChainEscrowEvent[]> {
+    const candidates = rows.filter((row) => row.order_id !== null);
+    if (candidates.length === 0) return [];
+    const { rows: found } = await pool.query<{ n: number }>(
+      `SELECT c.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c (event_id, escrow_order_id, n)
+        WHERE EXISTS (SELECT 1 FROM orders o WHERE o.escrow_order_id = c.escrow_order_id)
+          AND NOT EXISTS (SELECT 1 FROM applied_chain_events a WHERE a.event_id = c.event_id)
+        ORDER BY c.n`,
+      [candidates.map((row) => `${row.id}:${row.block_hash}`), candidates.map((row) => row.order_id!.toLowerCase())],
+    );
+    return found.map(({ n }) => candidates[Number(n) - 1]!);
+  }
+
+  function schedule(): void {
+    timer = setTimeout(() => {
+      pass = reconcileOnce()
+        .catch((error: unknown) => logger.warn({ err: error }, "escrow reconciliation failed; trying again next interval"))
+        .finally(() => {
+          pass = undefined;
+          if (timer) schedule();
+        });
+    }, intervalMs);
+  }
+
+  return {
+    reconcileOnce,
+    /** Events applied from the chain that the indexer had not delivered, since start. */
+    recovered: () => recovered,
+    start() {
+      if (!timer) schedule();
+    },
+    async stop() {
+      clearTimeout(timer);
+      timer = undefined;
+      await pass;
+    },
+  };
+}
+
+export type EscrowReconciliation = ReturnType<typeof createEscrowReconciliation>;
+
+/** offramp_chain_events_recovered_total: escrow events applied from the chain because the indexer had not delivered them. */
+export function registerReconciliationMetrics(registry: Registry, reconciliation: Pick<EscrowReconciliation, "recovered">): void {
+  new Counter({
+    name: "offramp_chain_events_recovered_total",
+    help: "Escrow events the reconciliation read from the chain and applied because the indexer had not delivered them in time",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(reconciliation.recovered());
+    },
+  });
+}

@@ -1,8 +1,8 @@
-import { encodeFunctionData, formatEther, formatUnits, getAddress, parseEther, parseUnits, type Address, type Hex } from "viem";
+import { encodeFunctionData, formatEther, formatUnits, getAddress, parseEther, parseUnits, type Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
-import { sendFromWallet } from "../chain/wallet-sends.ts";
+import { sendFromWallet, waitUntilMined } from "../chain/wallet-sends.ts";
 import { devAccounts, DEV_ACCOUNT } from "../stack/local-node.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, KycSessionFailedError, NotFoundError } from "../domain/errors.ts";
@@ -29,11 +29,6 @@ import { buyerViewSchema } from "../market/market-schema.ts";
 export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway: EscrowGateway }): void {
   const { pool, gateway } = deps;
   const funderAccount = privateKeyToAccount(devAccounts[DEV_ACCOUNT.deployer].privateKey);
-  const mined = async (hash: Hex) => {
-    const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
-    if (receipt.status !== "success") throw new InvalidStateError("The transaction reverted on chain");
-    return hash;
-  };
 
   api.add(
     {
@@ -87,8 +82,8 @@ export function sandboxChainRoutes(api: RouteGroup, deps: { pool: Pool; gateway:
       const ethSent = eth > 0n ? await sendFromWallet({ pool, gateway }, funderAccount, { to: address, data: "0x", value: eth }) : null;
       const mint = encodeFunctionData({ abi: testUsdcAbi, functionName: "mint", args: [address, usdc] });
       const usdcSent = usdc > 0n ? await sendFromWallet({ pool, gateway }, funderAccount, { to: gateway.settings.usdcAddress, data: mint }) : null;
-      const ethTxHash = ethSent && (await mined(ethSent));
-      const usdcTxHash = usdcSent && (await mined(usdcSent));
+      const ethTxHash = ethSent && (await waitUntilMined(gateway, ethSent));
+      const usdcTxHash = usdcSent && (await waitUntilMined(gateway, usdcSent));
       const [ethBalance, usdcBalance] = await Promise.all([
         gateway.publicClient.getBalance({ address }),
         gateway.publicClient.readContract({ address: gateway.settings.usdcAddress, abi: testUsdcAbi, functionName: "balanceOf", args: [address] }),

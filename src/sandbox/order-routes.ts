@@ -3,7 +3,7 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, testUsdcAbi } from "../chain/escrow-abi.ts";
 import type { EscrowGateway } from "../chain/escrow-gateway.ts";
 import { SANCTIONED_SANDBOX_WALLET, sandboxAccounts } from "../stack/local-node.ts";
-import { sendFromWallet, type WalletCall } from "../chain/wallet-sends.ts";
+import { sendFromWallet, waitUntilMined, type WalletCall } from "../chain/wallet-sends.ts";
 import type { Pool } from "../db/pool.ts";
 import { InvalidStateError, ValidationError } from "../domain/errors.ts";
 import { currentPartner } from "../http/context.ts";
@@ -52,15 +52,10 @@ export function sandboxOrderRoutes(
 ): void {
   const { pool, gateway } = deps;
   const escrow = gateway.settings.escrowAddress;
-  const mined = async (hash: Hex) => {
-    const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
-    if (receipt.status !== "success") throw new InvalidStateError("The transaction reverted on chain");
-    return hash;
-  };
   /** Sends from a sandbox wallet (its turn among concurrent requests) and waits for it to be mined. */
   const send = async (account: PrivateKeyAccount, call: WalletCall): Promise<Hex> => {
     try {
-      return await mined(await sendFromWallet({ pool, gateway }, account, call));
+      return await waitUntilMined(gateway, await sendFromWallet({ pool, gateway }, account, call));
     } catch (error) {
       // A revert at gas estimation: another request moved the escrow first (the chain said no).
       if (!(error instanceof BaseError)) throw error;

@@ -8,28 +8,21 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPublicClient, http, keccak256, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
-import { nodeRpc, placeOrder, startTradeStack, waitFor, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
+import { placeOrder, startTradeStack, testNode, waitFor, waitForStatus, type TestNode, type TradeStack } from "../support/trade-stack.ts";
 
 const CONFIRMATIONS = 2;
 let stack: TradeStack;
+let node: TestNode;
 before(async () => {
   stack = await startTradeStack({ CHAIN_CONFIRMATIONS: String(CONFIRMATIONS) }, {}, { mining: "auto" });
+  node = testNode(stack.chain.rpcUrl);
 });
 after(() => stack?.close());
 
-const rpc = (method: string, params: unknown[] = []) => nodeRpc(stack.chain.rpcUrl, method, params);
-/**
- * One evm_mine per block: hardhat_mine of several blocks reserves the middle ones lazily and the last
- * then names a zero parent hash, which Ponder cannot follow (it stops at "Block at hash 0x00…0").
- */
-async function mine(blocks: number): Promise<void> {
-  for (let i = 0; i < blocks; i++) await rpc("evm_mine");
-}
-
 /** Back to `snapshot`, then a branch `blocks` long without what was mined since: a reorganisation. */
 async function reorganise(snapshot: unknown, blocks: number): Promise<void> {
-  assert.equal(await rpc("evm_revert", [snapshot]), true);
-  await mine(blocks);
+  assert.equal(await node.rpc("evm_revert", [snapshot]), true);
+  await node.mine(blocks);
 }
 
 /**
@@ -48,8 +41,6 @@ async function transactionsSince(block: bigint): Promise<Hex[]> {
   }
   return raws;
 }
-
-const blockNumber = async () => BigInt(String(await rpc("eth_blockNumber")));
 
 /** Waits until Ponder holds the order's `eventName` from another block than `blockHash` (mined again). */
 async function minedAgain(escrowOrderId: string, eventName: string, blockHash: string): Promise<{ transaction_hash: string; block_hash: string }> {
@@ -95,23 +86,39 @@ async function releaseTransactions(orderId: string): Promise<{ tx_hash: string; 
   return rows;
 }
 
-/** A deposited, confirmed, ACTIVE order. */
-async function activeOrder() {
+type Order = Awaited<ReturnType<typeof placeOrder>>;
+
+/** The sandbox's `action` on the order, until Ponder holds its `eventName` (not yet confirmed). */
+async function acted(order: Order, action: string, eventName: string): Promise<void> {
+  await sandbox(order.id, action);
+  await indexed(order.escrowOrderId, eventName, 1);
+}
+
+/** Mines the confirmations on top and waits for the order to be `status`. */
+async function confirmed(order: Order, status: string): Promise<void> {
+  await node.mine(CONFIRMATIONS);
+  await waitForStatus(stack, order.id, status);
+}
+
+/** A new order whose deposit Ponder holds, with no confirmation yet. */
+async function depositedOrder(): Promise<Order> {
   const order = await placeOrder(stack);
-  await sandbox(order.id, "deposit");
-  await indexed(order.escrowOrderId, "Deposited", 1);
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "ACTIVE");
+  await acted(order, "deposit", "Deposited");
+  return order;
+}
+
+/** A deposited, confirmed, ACTIVE order. */
+async function activeOrder(): Promise<Order> {
+  const order = await depositedOrder();
+  await confirmed(order, "ACTIVE");
   return order;
 }
 
 /** An ACTIVE order locked by the sandbox buyer, confirmed: LOCKED. */
-async function lockedOrder() {
+async function lockedOrder(): Promise<Order> {
   const order = await activeOrder();
-  await sandbox(order.id, "lock");
-  await indexed(order.escrowOrderId, "Locked", 1);
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "LOCKED");
+  await acted(order, "lock", "Locked");
+  await confirmed(order, "LOCKED");
   return order;
 }
 
@@ -123,20 +130,16 @@ async function orphanedMetric(): Promise<number> {
 }
 
 test("an escrow event is held until it has enough confirmations", async () => {
-  const order = await placeOrder(stack);
-  await sandbox(order.id, "deposit");
-  await indexed(order.escrowOrderId, "Deposited", 1);
+  const order = await depositedOrder();
   await sleep(1500);
   assert.equal((await timeline(order.id)).length, 1, "one block on top is not enough");
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "ACTIVE");
+  await confirmed(order, "ACTIVE");
 });
 
 test("within the confirmations: a deposit in a removed block is never applied; made again, it lists the order once", async () => {
   const order = await placeOrder(stack);
-  const snapshot = await rpc("evm_snapshot");
-  await sandbox(order.id, "deposit");
-  await indexed(order.escrowOrderId, "Deposited", 1);
+  const snapshot = await node.rpc("evm_snapshot");
+  await acted(order, "deposit", "Deposited");
 
   await reorganise(snapshot, 6);
   await indexed(order.escrowOrderId, "Deposited", 0);
@@ -144,17 +147,15 @@ test("within the confirmations: a deposit in a removed block is never applied; m
   assert.deepEqual((await timeline(order.id)).map((entry) => entry.event), ["CREATED"]);
 
   await sandbox(order.id, "deposit");
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "ACTIVE");
+  await confirmed(order, "ACTIVE");
   assert.deepEqual((await timeline(order.id)).map((entry) => entry.event), ["CREATED", "DEPOSIT_CONFIRMED"]);
   await assertWebhooksOnce(order.id);
 });
 
 test("within the confirmations: a lock in a removed block is never applied; made again, it locks the order once", async () => {
   const order = await activeOrder();
-  const snapshot = await rpc("evm_snapshot");
-  await sandbox(order.id, "lock");
-  await indexed(order.escrowOrderId, "Locked", 1);
+  const snapshot = await node.rpc("evm_snapshot");
+  await acted(order, "lock", "Locked");
 
   await reorganise(snapshot, 6);
   await indexed(order.escrowOrderId, "Locked", 0);
@@ -162,17 +163,15 @@ test("within the confirmations: a lock in a removed block is never applied; made
   assert.equal((await waitForStatus(stack, order.id, "ACTIVE")).status, "ACTIVE");
 
   await sandbox(order.id, "lock");
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "LOCKED");
+  await confirmed(order, "LOCKED");
   assert.equal((await timeline(order.id)).filter((entry) => entry.event === "LOCKED").length, 1);
   await assertWebhooksOnce(order.id);
 });
 
 test("within the confirmations: the service's release in a removed block is sent again with the same bytes and completes the order once", async () => {
   const order = await lockedOrder();
-  const snapshot = await rpc("evm_snapshot");
-  await sandbox(order.id, "pay");
-  await indexed(order.escrowOrderId, "Released", 1);
+  const snapshot = await node.rpc("evm_snapshot");
+  await acted(order, "pay", "Released");
   const [first] = await indexedEvents(order.escrowOrderId, "Released");
   const [sent] = await releaseTransactions(order.id);
   assert.equal(sent?.tx_hash, first!.transaction_hash);
@@ -181,8 +180,7 @@ test("within the confirmations: the service's release in a removed block is sent
   // The sender finds its transaction gone and broadcasts it again (automine mines it at once).
   const again = await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
   assert.equal(again.transaction_hash, sent.tx_hash, "the same signed transaction");
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "COMPLETED");
+  await confirmed(order, "COMPLETED");
   await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
   assert.equal((await releaseTransactions(order.id)).length, 1);
   assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
@@ -191,8 +189,8 @@ test("within the confirmations: the service's release in a removed block is sent
 
 test("beyond the confirmations: an applied deposit that vanished is reported (timeline, metric) and, made again, changes nothing twice", async () => {
   const before = await orphanedMetric();
-  const snapshot = await rpc("evm_snapshot");
-  const forkBlock = await blockNumber();
+  const snapshot = await node.rpc("evm_snapshot");
+  const forkBlock = await node.blockNumber();
   const order = await activeOrder();
   const removed = await transactionsSince(forkBlock);
 
@@ -205,9 +203,9 @@ test("beyond the confirmations: an applied deposit that vanished is reported (ti
   assert.equal(await orphanedMetric(), before + 1);
 
   // The seller broadcasts the same transactions again: the order, already ACTIVE, is not listed twice.
-  for (const raw of removed) await rpc("eth_sendRawTransaction", [raw]);
+  for (const raw of removed) await node.rpc("eth_sendRawTransaction", [raw]);
   await indexed(order.escrowOrderId, "Deposited", 1);
-  await mine(CONFIRMATIONS + 1);
+  await node.mine(CONFIRMATIONS + 1);
   await sleep(1500);
   const events = (await timeline(order.id)).map((entry) => entry.event);
   assert.deepEqual(events, ["CREATED", "DEPOSIT_CONFIRMED", "CHAIN_EVENT_ORPHANED"]);
@@ -217,12 +215,10 @@ test("beyond the confirmations: an applied deposit that vanished is reported (ti
 
 test("beyond the confirmations: the service's settled release that vanished is sent again with the same bytes and mined once", async () => {
   const order = await lockedOrder();
-  const snapshot = await rpc("evm_snapshot");
-  await sandbox(order.id, "pay");
-  await indexed(order.escrowOrderId, "Released", 1);
+  const snapshot = await node.rpc("evm_snapshot");
+  await acted(order, "pay", "Released");
   const [first] = await indexedEvents(order.escrowOrderId, "Released");
-  await mine(CONFIRMATIONS);
-  await waitForStatus(stack, order.id, "COMPLETED");
+  await confirmed(order, "COMPLETED");
   await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
   const [settled] = await releaseTransactions(order.id);
 
@@ -232,7 +228,7 @@ test("beyond the confirmations: the service's settled release that vanished is s
   assert.equal(orphaned.data.resentByService, true);
   // The sender broadcasts the stored bytes again; automine mines them.
   await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
-  await mine(CONFIRMATIONS);
+  await node.mine(CONFIRMATIONS);
   await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
   const rows = await releaseTransactions(order.id);
   assert.deepEqual(rows, [{ tx_hash: settled!.tx_hash, status: "MINED" }]);

@@ -10,13 +10,15 @@ import { createPublicClient, http } from "viem";
 import { createLogger } from "../../src/logger.ts";
 import { readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import { INDEXER_BEHIND_AFTER_MS, watchIndexerFollowing, type IndexerFollowWatch } from "../../src/sync/indexer-following.ts";
-import { nodeRpc, startTradeStack, waitFor, type TradeStack } from "../support/trade-stack.ts";
+import { startTradeStack, testNode, waitFor, type TestNode, type TradeStack } from "../support/trade-stack.ts";
 
 const PONDER_FINALITY_BLOCKS = 30;
 let stack: TradeStack;
 let db: pg.Pool;
+let node: TestNode;
 before(async () => {
   stack = await startTradeStack({}, {}, { mining: "auto" });
+  node = testNode(stack.chain.rpcUrl);
   db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
 });
 after(async () => {
@@ -24,12 +26,6 @@ after(async () => {
   await stack?.close();
 });
 
-const rpc = (method: string, params: unknown[] = []) => nodeRpc(stack.chain.rpcUrl, method, params);
-/** One evm_mine per block (hardhat_mine of several blocks leaves a zero parent hash Ponder cannot follow). */
-async function mine(blocks: number): Promise<void> {
-  for (let i = 0; i < blocks; i++) await rpc("evm_mine");
-}
-const chainHead = async () => BigInt(String(await rpc("eth_blockNumber")));
 const indexedHead = async () => (await readIndexerHead(db, stack.indexerSchema))?.latestBlock;
 async function readiness(): Promise<Record<string, string>> {
   return (await (await fetch(`${stack.service.baseUrl}/readyz`)).json()) as Record<string, string>;
@@ -45,8 +41,8 @@ function watch(now?: () => number): IndexerFollowWatch {
 }
 
 test("an indexer that follows the chain is reported ok, with its lag in the metrics", async () => {
-  await mine(2);
-  const head = await chainHead();
+  await node.mine(2);
+  const head = await node.blockNumber();
   await waitFor("Ponder at the chain's head", async () => ((await indexedHead()) === head ? true : undefined));
   const following = watch();
   try {
@@ -84,7 +80,7 @@ test("an indexer that has not reached where the chain was a minute ago is report
     now: () => clock,
   });
   try {
-    await mine(3);
+    await node.mine(3);
     const soon = await following.check();
     assert.equal(soon.behind, false, "a few blocks behind for a moment is not behind");
     assert.ok(soon.lagBlocks! >= 3);
@@ -98,14 +94,14 @@ test("an indexer that has not reached where the chain was a minute ago is report
 });
 
 test("a reorganisation deeper than the indexer's finality is reported: the indexer is off the chain", { timeout: 240_000 }, async () => {
-  const snapshot = await rpc("evm_snapshot");
+  const snapshot = await node.rpc("evm_snapshot");
   // Ponder moves its finalized block (to 30 below the head) once the head is 60 past it: a branch of 65
   // blocks puts the snapshot's block below the finalized one.
-  await mine(2 * PONDER_FINALITY_BLOCKS + 5);
-  const branchHead = await chainHead();
+  await node.mine(2 * PONDER_FINALITY_BLOCKS + 5);
+  const branchHead = await node.blockNumber();
   await waitFor("Ponder at the doomed branch's head", async () => ((await indexedHead()) === branchHead ? true : undefined), 60_000);
-  assert.equal(await rpc("evm_revert", [snapshot]), true);
-  await mine(2 * PONDER_FINALITY_BLOCKS + 10);
+  assert.equal(await node.rpc("evm_revert", [snapshot]), true);
+  await node.mine(2 * PONDER_FINALITY_BLOCKS + 10);
   await sleep(3_000); // Ponder's polls see the new branch and give up on it ("unrecoverable reorg")
 
   const following = watch();

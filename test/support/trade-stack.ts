@@ -139,6 +139,29 @@ export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] 
   return body.result;
 }
 
+/** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
+export interface TestNode {
+  rpc(method: string, params?: unknown[]): Promise<unknown>;
+  /**
+   * One evm_mine per block: hardhat_mine of several blocks reserves the middle ones lazily and the last
+   * then names a zero parent hash, which Ponder cannot follow (it stops at "Block at hash 0x00…0").
+   */
+  mine(blocks: number): Promise<void>;
+  /** The node's head. */
+  blockNumber(): Promise<bigint>;
+}
+
+export function testNode(rpcUrl: string): TestNode {
+  const rpc = (method: string, params: unknown[] = []) => nodeRpc(rpcUrl, method, params);
+  return {
+    rpc,
+    async mine(blocks) {
+      for (let i = 0; i < blocks; i++) await rpc("evm_mine");
+    },
+    blockNumber: async () => BigInt(String(await rpc("eth_blockNumber"))),
+  };
+}
+
 /** The service's configuration a chain's mining calls for: on an interval chain, events applied 3 blocks deep. */
 function miningEnv(mining: TradeChain): Record<string, string> {
   return mining === "interval" ? { CHAIN_CONFIRMATIONS: String(INTERVAL_CHAIN.confirmations) } : {};

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPublicClient, http, keccak256, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { placeOrder, startTradeStack, testNode, waitFor, waitForStatus, type TestNode, type TradeStack } from "../support/trade-stack.ts";
 
 const CONFIRMATIONS = 2;
@@ -235,5 +236,49 @@ test("beyond the confirmations: the service's settled release that vanished is s
   assert.deepEqual((await indexedEvents(order.escrowOrderId, "Released")).map((row) => row.transaction_hash), [settled!.tx_hash]);
   await sleep(1500);
   assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});
+
+test("beyond the confirmations: the service's refund that vanished and was mined again under another hash is the one the order records", async () => {
+  const order = await activeOrder();
+  const snapshot = await node.rpc("evm_snapshot");
+  const cancel = await stack.service.api("POST", `/orders/${order.id}/cancel`, { key: stack.partner.apiKey });
+  assert.equal(cancel.status, 200, JSON.stringify(cancel.body));
+  await indexed(order.escrowOrderId, "Refunded", 1);
+  const [first] = await indexedEvents(order.escrowOrderId, "Refunded");
+  await confirmed(order, "REFUNDED");
+  const client = createPublicClient({ transport: http(stack.chain.rpcUrl) });
+  const original = await client.getTransaction({ hash: first!.transaction_hash as Hex });
+
+  // Back before the refund, whose transaction is then mined again as a fee replacement is: the same call
+  // under the same nonce with higher fees, so another hash. The service's own re-send then finds its
+  // nonce taken and the escrow already refunded.
+  assert.equal(await node.rpc("evm_revert", [snapshot]), true);
+  const replacement = await privateKeyToAccount(stack.chainSettings.servicePrivateKey).signTransaction({
+    type: "eip1559",
+    chainId: stack.chainSettings.chainId,
+    to: original.to!,
+    data: original.input,
+    nonce: original.nonce,
+    gas: original.gas,
+    maxFeePerGas: original.maxFeePerGas! * 2n,
+    maxPriorityFeePerGas: original.maxPriorityFeePerGas! * 2n + 1n,
+  });
+  const replacementHash = keccak256(replacement);
+  await node.rpc("eth_sendRawTransaction", [replacement]);
+  await node.mine(CONFIRMATIONS + 3);
+
+  const recorded = await waitFor("the order to record the refund on chain", async () => {
+    const detail = await stack.service.api<{ status: string; refundTxHash: string | null }>("GET", `/orders/${order.id}`, { key: stack.partner.apiKey });
+    return detail.body.refundTxHash === replacementHash ? detail.body : undefined;
+  });
+  assert.equal(recorded.status, "REFUNDED");
+  const entries = await timeline(order.id);
+  const orphaned = entries.find((entry) => entry.event === "CHAIN_EVENT_ORPHANED");
+  assert.deepEqual([orphaned?.data.chainEvent, orphaned?.data.txHash], ["Refunded", first!.transaction_hash]);
+  const replaced = entries.find((entry) => entry.event === "CHAIN_TX_REPLACED");
+  assert.deepEqual(replaced?.data, { field: "refundTxHash", orphanedTxHash: first!.transaction_hash, txHash: replacementHash });
+  assert.deepEqual((await indexedEvents(order.escrowOrderId, "Refunded")).map((row) => row.transaction_hash), [replacementHash], "refunded once on chain");
+  assert.equal(entries.filter((entry) => entry.event === "REFUNDED").length, 1);
   await assertWebhooksOnce(order.id);
 });

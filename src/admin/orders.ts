@@ -3,7 +3,7 @@ import { whereEqual, pageOf } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
 import { lockGraceEndsAt, type OrderContext, type OrderStatus } from "../orders/machine.ts";
-import { getOrderRow, orderDetailView, orderListItem, orderTimeline, type OrderRow, type OrderViewContext, type TimelineEntry } from "../orders/queries.ts";
+import { getOrderRow, orderDetailView, orderListItem, orderTimeline, pricePerUnitColumn, type OrderRow, type OrderViewContext, type TimelineEntry } from "../orders/queries.ts";
 import { listOrderDeliveries } from "../webhooks/deliveries.ts";
 import { orderPath } from "./order-path.ts";
 
@@ -63,7 +63,7 @@ export interface AdminOrderFilters {
 
 type AdminOrderRow = OrderRow & { partner_name: string; fee_percent: string; fee_recipient: string };
 
-const SELECT_ADMIN_ORDER = `SELECT o.*, u.partner_user_ref, p.name AS partner_name
+const SELECT_ADMIN_ORDER = `SELECT o.*, u.partner_user_ref, ${pricePerUnitColumn("o")}, p.name AS partner_name
   FROM orders o JOIN users u ON u.id = o.user_id JOIN partners p ON p.id = o.partner_id`;
 
 /** The partner API's list item plus who the order belongs to, its risk score and its dispute. */

@@ -15,9 +15,16 @@ export function toCents(value: Decimal.Value): Decimal {
   return new Money(value).toDecimalPlaces(2, Decimal.ROUND_HALF_UP);
 }
 
-/** A JSON number with at most the given decimals (the API returns MXN amounts as numbers). */
+/** Plain decimal text, as PostgreSQL writes numeric. */
+const PLAIN_DECIMAL = /^-?\d+(\.\d+)?$/;
+
+/**
+ * The JSON number of an exact decimal (the API returns amounts as numbers). Plain decimal text is read by
+ * Number directly: the same single rounding as decimal.js's toNumber (Number of the decimal's text),
+ * without building a Decimal first, which was 9% of GET /orders' CPU (bench figure 3).
+ */
 export function toJsonNumber(value: Decimal.Value): number {
-  return new Money(value).toNumber();
+  return typeof value === "string" && PLAIN_DECIMAL.test(value) ? Number(value) : new Money(value).toNumber();
 }
 
 /** Number of digits after the decimal point of a JSON number as the client wrote it. */

@@ -45,6 +45,8 @@ interface OrderRow {
   machine_snapshot: unknown;
   version: number;
   created_at: Date;
+  /** Not a column: pricePerUnitColumn, selected with the order. */
+  price_per_unit: string;
 }
 
 /**
@@ -53,17 +55,21 @@ interface OrderRow {
  */
 export const DEPOSIT_HELD = "(machine_snapshot #>> '{context,depositHold,sellerWallet}' IS NOT NULL AND machine_snapshot #>> '{context,depositHold,decision}' IS DISTINCT FROM 'RELEASE')";
 
-const SELECT_ORDER = "SELECT o.*, u.partner_user_ref FROM orders o JOIN users u ON u.id = o.user_id";
-const iso = (date: Date | null) => date?.toISOString() ?? null;
+/**
+ * SQL of the seller's asking price in MXN per token unit, `price_per_unit` (decisions section 6: totalMxn
+ * over the amount, 4 decimals, half up), computed by PostgreSQL from the stored numerics rather than per
+ * row in decimal.js. Exact: half up is floor(total / amount * 10^4 + 1/2), an integer division (`div`
+ * truncates; both amounts are positive), so the quotient is never rounded twice.
+ */
+export const pricePerUnitColumn = (table: string) =>
+  `div(${table}.total_mxn * 20000 + ${table}.amount_usdc, ${table}.amount_usdc * 2) * 0.0001 AS price_per_unit`;
 
-/** Seller's asking price in MXN per token unit (4 decimals, decisions section 6). */
-export function pricePerUnit(row: Pick<OrderRow, "total_mxn" | "amount_usdc">) {
-  return money(row.total_mxn).dividedBy(row.amount_usdc).toDecimalPlaces(4);
-}
+const SELECT_ORDER = `SELECT o.*, u.partner_user_ref, ${pricePerUnitColumn("o")} FROM orders o JOIN users u ON u.id = o.user_id`;
+const iso = (date: Date | null) => date?.toISOString() ?? null;
 
 /** The columns a list item shows (orderListItem), all a page of GET /orders reads. */
 const LIST_COLUMNS = ["id", "escrow_order_id", "status", "token", "amount_usdc", "total_mxn", "exchange_rate", "aml_risk_level", "created_at", "completed_at", "expires_at"] as const;
-type OrderListRow = Pick<OrderRow, (typeof LIST_COLUMNS)[number] | "partner_user_ref">;
+type OrderListRow = Pick<OrderRow, (typeof LIST_COLUMNS)[number] | "partner_user_ref" | "price_per_unit">;
 
 export function orderListItem(row: OrderListRow) {
   return {
@@ -73,7 +79,7 @@ export function orderListItem(row: OrderListRow) {
     token: row.token,
     amount: toJsonNumber(row.amount_usdc),
     totalMxn: toJsonNumber(row.total_mxn),
-    pricePerUnit: toJsonNumber(pricePerUnit(row)),
+    pricePerUnit: toJsonNumber(row.price_per_unit),
     fxRateUsdMxn: toJsonNumber(row.exchange_rate),
     amlRiskLevel: row.aml_risk_level,
     partnerUserRef: row.partner_user_ref,
@@ -137,7 +143,7 @@ export interface TimelineEntry {
 
 /** `GET /orders/:id` response (spec: Order detail). Spread is computed here, never stored. */
 export function orderDetailView(row: OrderRow, timeline: TimelineEntry[], context: OrderViewContext) {
-  const price = pricePerUnit(row);
+  const price = money(row.price_per_unit);
   const difference = price.minus(row.exchange_rate);
   return {
     ...orderListItem(row),
@@ -208,7 +214,7 @@ export function orderPageQuery(filters: OrderFilters): { text: string; values: u
     ["u.partner_user_ref", filters.partnerUserRef],
   ]);
   return {
-    text: `SELECT ${LIST_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref FROM orders o JOIN users u ON u.id = o.user_id ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+    text: `SELECT ${LIST_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref, ${pricePerUnitColumn("o")} FROM orders o JOIN users u ON u.id = o.user_id ${where} ORDER BY o.created_at DESC, o.id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
     values: [...values, filters.limit, filters.offset],
   };
 }

@@ -56,10 +56,10 @@ function scansIn(plan: Record<string, unknown>): string[] {
   return [...own, ...children.flatMap(scansIn)];
 }
 
-async function planOf(filters: Parameters<typeof orderBook>[2], which: "page" | "total"): Promise<Record<string, unknown>> {
+async function planOf(filters: Parameters<typeof orderBook>[2], which: "page" | "total", indexerSchema?: string): Promise<Record<string, unknown>> {
   const { db, statements } = recording();
-  await orderBook(db, undefined, filters);
-  const statement = statements.find((sent) => sent.text.includes("ORDER BY") === (which === "page") && !sent.text.includes("reputation"));
+  await orderBook(db, indexerSchema, filters);
+  const statement = statements.find((sent) => sent.text.includes("ORDER BY") === (which === "page"));
   assert.ok(statement, `the ${which} query was sent`);
   const { rows } = await service.pool.query<{ "QUERY PLAN": [{ Plan: Record<string, unknown> }] }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values);
   return rows[0]!["QUERY PLAN"][0].Plan;
@@ -91,6 +91,22 @@ test("the first page of the book, cheapest first, is read through orders_book", 
 
 test("with the amount and bank filters, still orders_book", async () => {
   assert.ok((await planOfPage({ limit: 50, offset: 0, minAmount: 10, maxAmount: 1000, bankCode: "012" })).includes("orders_book"));
+});
+
+test("the sellers' reputations come in the page's statement, still through orders_book; 0 before the indexer has made its tables", async () => {
+  const schema = "book_reputation";
+  await service.pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.reputation (account text PRIMARY KEY, score numeric(78, 0) NOT NULL)`);
+  const { rows: sellers } = await service.pool.query<{ seller_wallet: string }>("SELECT DISTINCT seller_wallet FROM orders WHERE status = 'ACTIVE' AND seller_wallet IS NOT NULL");
+  assert.ok(sellers.length > 0);
+  await service.pool.query(`INSERT INTO ${schema}.reputation (account, score) SELECT lower(unnest($1::text[])), -3`, [sellers.map((row) => row.seller_wallet)]);
+  const { db, statements } = recording();
+  const page = await orderBook(db, schema, { limit: 20, offset: 0 });
+  assert.equal(statements.length, 2, "the page and its total, nothing else");
+  assert.ok(page.orders.length > 0 && page.orders.every((order) => order.sellerReputation === -3), JSON.stringify(page.orders.map((order) => order.sellerReputation)));
+  assert.ok(indexesIn(await planOf({ limit: 50, offset: 0 }, "page", schema)).includes("orders_book"));
+  await service.pool.query(`DROP SCHEMA ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  assert.ok((await orderBook(service.pool, schema, { limit: 20, offset: 0 })).orders.every((order) => order.sellerReputation === 0));
+  await service.pool.query(`DROP SCHEMA ${schema}`);
 });
 
 test("the whole book's total reads no listing: the counters less the few unlisted ACTIVE orders, each through its own index", async () => {

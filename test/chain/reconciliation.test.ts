@@ -26,7 +26,7 @@ async function recorded(orderId: string) {
 test("with the indexer's events kept from the service, a whole trade follows the chain, each step once", { timeout: 240_000 }, async () => {
   const consumer = stack.service.chain!.consumer!;
   await consumer.stop(); // nothing the indexer holds reaches the orders now
-  const done = (await completedTrade(stack, 60_000)) as Awaited<ReturnType<typeof completedTrade>> & { id: string; escrowOrderId: string };
+  const done = await completedTrade(stack, 60_000);
   const found = await recorded(done.id);
   assert.deepEqual(found.applied.map((event) => event.event_name), ["Deposited", "Locked", "Released"]);
   for (const event of found.applied) assert.match(event.event_id, /^31337-\d+-\d+:0x[0-9a-f]{64}$/, "keyed as the indexer's row of it");
@@ -37,7 +37,7 @@ test("with the indexer's events kept from the service, a whole trade follows the
   // The consumer back: it meets the indexer's rows of the same events and changes nothing.
   const { rows: indexed } = await stack.service.pool.query<{ key: string }>(
     `SELECT id || ':' || block_hash AS key FROM "${stack.indexerSchema}".escrow_event WHERE order_id = $1 ORDER BY block_number, log_index`,
-    [String(done.escrowOrderId).toLowerCase()],
+    [done.escrowOrderId.toLowerCase()],
   );
   assert.deepEqual(indexed.map((row) => row.key), found.applied.map((event) => event.event_id));
   consumer.start();

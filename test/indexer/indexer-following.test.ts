@@ -10,6 +10,7 @@ import { createPublicClient, http } from "viem";
 import { createLogger } from "../../src/logger.ts";
 import { readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import { INDEXER_BEHIND_AFTER_MS, watchIndexerFollowing, type IndexerFollowWatch } from "../../src/sync/indexer-following.ts";
+import { completedTrade } from "../support/trade-paths.ts";
 import { startTradeStack, testNode, waitFor, type TestNode, type TradeStack } from "../support/trade-stack.ts";
 
 const PONDER_FINALITY_BLOCKS = 30;
@@ -17,7 +18,8 @@ let stack: TradeStack;
 let db: pg.Pool;
 let node: TestNode;
 before(async () => {
-  stack = await startTradeStack({}, {}, { mining: "auto" });
+  // The reconciliation with the chain every 2 s, not 30: the last test trades past a stopped indexer.
+  stack = await startTradeStack({ CHAIN_RECONCILE_INTERVAL_SECONDS: "2" }, {}, { mining: "auto" });
   node = testNode(stack.chain.rpcUrl);
   db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
 });
@@ -122,4 +124,15 @@ test("a reorganisation deeper than the indexer's finality is reported: the index
   }, 60_000);
   assert.match(line, /re-index/);
   assert.equal(await metric("offramp_indexer_off_chain"), 1);
+});
+
+test("with the indexer off the chain, a whole trade still follows the chain, from the escrow's own logs", { timeout: 180_000 }, async () => {
+  // Runs after the reorganisation above: Ponder indexes nothing more, so no event of this trade reaches
+  // the consumer; the reconciliation reads them from the chain (sync/escrow-reconciliation.ts).
+  const frozen = await indexedHead();
+  const done = await completedTrade(stack, 90_000);
+  assert.equal(await indexedHead(), frozen, "the indexer indexed none of it");
+  const { rows } = await db.query<{ event_name: string }>("SELECT event_name FROM applied_chain_events WHERE order_id = $1 ORDER BY block_number", [done.id]);
+  assert.deepEqual(rows.map((row) => row.event_name), ["Deposited", "Locked", "Released"]);
+  assert.ok((await metric("offramp_chain_events_recovered_total"))! >= 3);
 });

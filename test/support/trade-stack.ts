@@ -270,7 +270,7 @@ export async function placeOrder(
 /** Waits until GET /orders/:id shows `status`; returns the detail. */
 export async function waitForStatus(stack: Pick<TradeStack, "service" | "partner">, orderId: string, status: string, timeoutMs = DEFAULT_WAIT_MS) {
   return waitFor(`order ${orderId} to be ${status}`, async () => {
-    const detail = await stack.service.api<Record<string, unknown> & { status: string; timeline: { event: string }[] }>("GET", `/orders/${orderId}`, { key: stack.partner.apiKey });
+    const detail = await stack.service.api<Record<string, unknown> & { id: string; escrowOrderId: string; status: string; timeline: { event: string }[] }>("GET", `/orders/${orderId}`, { key: stack.partner.apiKey });
     return detail.body.status === status ? detail.body : undefined;
   }, timeoutMs);
 }

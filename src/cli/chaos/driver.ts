@@ -19,6 +19,17 @@ import { sleep } from "./stack.ts";
 /** A valid CLABE at BBVA (prefix 012) for every seller. */
 export const SELLER_CLABE = withCheckDigit("01218000118359719");
 /** Simulated payments come from STP (participant 90646), from this account. */
+/** How long a refused step's effect may take to show on chain: a pending transaction's next blocks (1-2 s each). */
+const REFUSAL_SETTLE_MS = 10_000;
+
+/** Whether `check` holds within `ms`, looked at every half second. */
+async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  for (const deadline = Date.now() + ms; ; await sleep(500)) {
+    if (await check().catch(() => false)) return true;
+    if (Date.now() > deadline) return false;
+  }
+}
+
 const SENDER_BANK = "90646";
 const SENDER_ACCOUNT = withCheckDigit("64618015700000000");
 /** The payer of the third-party-payment path: not any buyer. */
@@ -256,7 +267,9 @@ export async function driveTrade(ctx: DriverContext, trade: Trade): Promise<void
         await sleep(500 + serverErrors * 500);
         continue;
       }
-      if (options.done && (await options.done().catch(() => false))) {
+      // Refused because an earlier attempt, whose answer was lost, is still on its way: a wallet transaction
+      // pending in the mempool makes the estimate of the same call revert. Its block decides (a few s).
+      if (options.done && (await eventually(options.done, REFUSAL_SETTLE_MS))) {
         mark(name, `answered ${answer.status} but had taken effect`);
         return undefined;
       }

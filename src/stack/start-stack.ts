@@ -37,7 +37,6 @@ import { createPartner, findPartnerByKeyHash } from "../partners/partners.ts";
 import { ensureDemoOwner, type DemoOwner } from "../dashboard/sandbox.ts";
 import { generateAdminToken, readSandboxState, sandboxStateFile, writeSandboxState, type SandboxState } from "./sandbox-credentials.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
-import { reconciliationCursorName } from "../sync/escrow-reconciliation.ts";
 
 const LOCAL_CHAIN_PORT = 8545;
 const DEMO_PARTNER = { name: "Demo Partner", tier: "GROWTH", kycModel: "PARTNER_MANAGED" } as const;
@@ -211,7 +210,8 @@ async function forgetEarlierLocalChains(databaseUrl: string, previousSchema: str
     const exists = async (table: string) => (await client.query<{ found: boolean }>("SELECT to_regclass($1) IS NOT NULL AS found", [table])).rows[0]!.found;
     if (previousSchema !== undefined && /^[a-z_][a-z0-9_]{0,44}$/.test(previousSchema)) {
       await client.query(`DROP SCHEMA IF EXISTS "${previousSchema}" CASCADE`);
-      if (await exists("chain_cursor")) await client.query("DELETE FROM chain_cursor WHERE name = ANY($1)", [[previousSchema, reconciliationCursorName(previousSchema)]]);
+      if (await exists("chain_cursor")) await client.query("DELETE FROM chain_cursor WHERE name = $1", [previousSchema]);
+      if (await exists("chain_reconciliation")) await client.query("DELETE FROM chain_reconciliation WHERE indexer_schema = $1", [previousSchema]);
       logger.info({ schema: previousSchema }, "dropped the indexer schema of the previous local chain");
     }
     if (await exists("orders")) {

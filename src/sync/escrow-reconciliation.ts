@@ -3,7 +3,7 @@
 // full chaos run lost two deposits between Ponder's rows and the consumer during a reorganisation, a
 // database kill and an indexer restart at once), or arrive late (Ponder stalls about a minute on each
 // removed block it was fetching). Every interval one instance reads the escrow's logs from the chain up to
-// the final-enough block of its previous pass (so every log considered has had an interval to arrive
+// the final-enough block seen an interval earlier (so every log considered has had that long to arrive
 // through the indexer) and applies those of our orders the service has not applied, in chain order, keyed
 // as the indexer's rows of them: whichever comes first applies an event once. This serves every event
 // kind: a lost deposit, lock, dispute, release or refund, and one a reorganisation moved to another block.
@@ -31,12 +31,8 @@ export type ChainEscrowEvent = Omit<EscrowEventRow, "block_timestamp">;
 export const RECONCILE_OVERLAP_BLOCKS = 128n;
 /** Blocks one eth_getLogs asks for at most: within the ranges public providers accept (some 500). */
 const LOG_WINDOW_BLOCKS = 500n;
-const RECONCILE_LOCK = "escrow-reconciliation";
-
-/** The reconciliation's place in chain_cursor, beside the consumer's (named by the indexer schema). */
-export function reconciliationCursorName(indexerSchema: string): string {
-  return `reconciled:${indexerSchema}`;
-}
+/** The first pass after start comes this soon. */
+const FIRST_PASS_MS = 2_000;
 
 export function createEscrowReconciliation(options: {
   pool: Pool;
@@ -44,52 +40,60 @@ export function createEscrowReconciliation(options: {
   /** Applies one event to its order in its own transaction; true when it was new to the service. */
   apply: (row: EscrowEventRow) => Promise<boolean>;
   logger: Logger;
-  /** The indexer's schema: the pass keeps its cursor per schema, as the consumer does. */
+  /** The indexer's schema: the reconciliation keeps its place per schema, as the consumer its cursor. */
   indexerSchema: string;
   intervalMs: number;
 }) {
-  const { pool, chain, apply, logger, intervalMs } = options;
-  const cursorName = reconciliationCursorName(options.indexerSchema);
+  const { pool, chain, apply, logger, indexerSchema, intervalMs } = options;
   let recovered = 0;
-  let lastFinalEnough: bigint | undefined;
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<unknown> | undefined;
 
   /**
-   * One pass, on one instance at a time (a transaction-level advisory lock held through it; the others
-   * skip). Returns how many events it applied that the service had not.
+   * One pass, on one instance at a time (the schema's row locked through it; the others skip). The logs
+   * read are those up to the final-enough block seen at least an interval ago (chain_reconciliation),
+   * whichever instance saw it, so instances that restart often still reconcile. Returns how many events
+   * it applied that the service had not.
    */
   async function reconcileOnce(): Promise<number> {
-    const upTo = lastFinalEnough;
-    lastFinalEnough = await chain.finalEnoughBlock();
-    if (upTo === undefined) return 0; // the first pass only learns where the chain is
+    const finalEnough = await chain.finalEnoughBlock();
     const client = await pool.connect();
     let applied = 0;
     try {
       await client.query("BEGIN");
-      const { rows: locked } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked", [RECONCILE_LOCK]);
-      if (!locked[0]!.locked) return 0;
-      const { rows: cursor } = await client.query<{ block_number: string }>("SELECT block_number FROM chain_cursor WHERE name = $1", [cursorName]);
-      // Never run before: the chain up to here is the indexer's to deliver, reconciled from the next pass on.
-      const saved = cursor[0] ? BigInt(cursor[0].block_number) : upTo;
-      const from = saved > RECONCILE_OVERLAP_BLOCKS ? saved - RECONCILE_OVERLAP_BLOCKS + 1n : 0n;
-      for (let start = from; cursor[0] && start <= upTo; start += LOG_WINDOW_BLOCKS) {
-        const end = start + LOG_WINDOW_BLOCKS - 1n < upTo ? start + LOG_WINDOW_BLOCKS - 1n : upTo;
-        for (const event of await missing(await chain.escrowEvents(start, end))) {
-          const row = { ...event, block_timestamp: (await chain.blockTimestamp(event.block_hash)).toString() };
-          if (!(await apply(row))) continue;
-          applied++;
-          logger.warn(
-            { escrowOrderId: row.order_id, chainEvent: row.event_name, block: row.block_number, txHash: row.transaction_hash },
-            "escrow event applied from the chain: the indexer had not delivered it",
-          );
-        }
-      }
-      await client.query(
-        `INSERT INTO chain_cursor (name, block_number, log_index) VALUES ($1, $2, 0)
-         ON CONFLICT (name) DO UPDATE SET block_number = GREATEST(chain_cursor.block_number, EXCLUDED.block_number), updated_at = now()`,
-        [cursorName, upTo.toString()],
+      const { rows } = await client.query<{ reconciled_to: string; seen_block: string; due: boolean }>(
+        "SELECT reconciled_to, seen_block, seen_at <= now() - make_interval(secs => $2) AS due FROM chain_reconciliation WHERE indexer_schema = $1 FOR UPDATE SKIP LOCKED",
+        [indexerSchema, intervalMs / 1000],
       );
+      const place = rows[0];
+      if (!place) {
+        // Never run on this schema (or another instance holds it): the chain up to here is the indexer's to
+        // deliver; reconciled from the next pass on.
+        await client.query(
+          "INSERT INTO chain_reconciliation (indexer_schema, reconciled_to, seen_block, seen_at) VALUES ($1, $2, $2, now()) ON CONFLICT DO NOTHING",
+          [indexerSchema, finalEnough.toString()],
+        );
+      } else if (place.due) {
+        const upTo = BigInt(place.seen_block);
+        const reconciledTo = BigInt(place.reconciled_to);
+        const from = reconciledTo > RECONCILE_OVERLAP_BLOCKS ? reconciledTo - RECONCILE_OVERLAP_BLOCKS + 1n : 0n;
+        for (let start = from; start <= upTo; start += LOG_WINDOW_BLOCKS) {
+          const end = start + LOG_WINDOW_BLOCKS - 1n < upTo ? start + LOG_WINDOW_BLOCKS - 1n : upTo;
+          for (const event of await missing(await chain.escrowEvents(start, end))) {
+            const row = { ...event, block_timestamp: (await chain.blockTimestamp(event.block_hash)).toString() };
+            if (!(await apply(row))) continue;
+            applied++;
+            logger.warn(
+              { escrowOrderId: row.order_id, chainEvent: row.event_name, block: row.block_number, txHash: row.transaction_hash },
+              "escrow event applied from the chain: the indexer had not delivered it",
+            );
+          }
+        }
+        await client.query(
+          "UPDATE chain_reconciliation SET reconciled_to = GREATEST(reconciled_to, $2), seen_block = $3, seen_at = now() WHERE indexer_schema = $1",
+          [indexerSchema, upTo.toString(), finalEnough.toString()],
+        );
+      }
       await client.query("COMMIT");
     } finally {
       await client.query("ROLLBACK").catch(() => undefined); // after COMMIT a no-op; else ends the lock's transaction
@@ -113,15 +117,15 @@ export function createEscrowReconciliation(options: {
     return found.map(({ n }) => candidates[Number(n) - 1]!);
   }
 
-  function schedule(): void {
+  function schedule(delayMs: number): void {
     timer = setTimeout(() => {
       pass = reconcileOnce()
         .catch((error: unknown) => logger.warn({ err: error }, "escrow reconciliation failed; trying again next interval"))
         .finally(() => {
           pass = undefined;
-          if (timer) schedule();
+          if (timer) schedule(intervalMs);
         });
-    }, intervalMs);
+    }, delayMs);
   }
 
   return {
@@ -129,7 +133,8 @@ export function createEscrowReconciliation(options: {
     /** Events applied from the chain that the indexer had not delivered, since start. */
     recovered: () => recovered,
     start() {
-      if (!timer) schedule();
+      // The first pass soon: an instance that lives less than an interval still does its part.
+      if (!timer) schedule(Math.min(intervalMs, FIRST_PASS_MS));
     },
     async stop() {
       clearTimeout(timer);

@@ -21,6 +21,9 @@ export interface EscrowEventRow {
   args: Record<string, string | boolean>;
 }
 
+/** An escrow log read from the chain as the indexer's row of it, without its block's time (read apart). */
+export type ChainEscrowEvent = Omit<EscrowEventRow, "block_timestamp">;
+
 const unixToIso = (seconds: string | boolean | undefined) => new Date(Number(seconds) * 1000).toISOString();
 const nameOf = <T extends Record<string, number>>(table: T, value: unknown) =>
   (Object.keys(table) as (keyof T & string)[]).find((key) => String(table[key]) === String(value));
@@ -58,7 +61,7 @@ export function toOrderEvent(row: EscrowEventRow): OrderEvent | undefined {
 export function rowFromChainLog(
   chainId: number,
   log: { blockNumber: bigint; blockHash: Hex; logIndex: number; transactionHash: Hex; eventName: string; args: object },
-): Omit<EscrowEventRow, "block_timestamp"> {
+): ChainEscrowEvent {
   const args = Object.fromEntries(Object.entries(log.args).map(([name, value]) => [name, typeof value === "boolean" ? value : String(value)]));
   return {
     id: `${chainId}-${log.blockNumber}-${log.logIndex}`,
@@ -458,15 +461,28 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
 
 export type EscrowEventConsumer = ReturnType<typeof createEscrowEventConsumer>;
 
-/** offramp_chain_orphaned_events_total: applied escrow events a deep reorganisation removed (alert on any). */
-export function registerChainReorgMetrics(registry: Registry, consumer: Pick<EscrowEventConsumer, "orphanedEvents">): void {
+/**
+ * A Prometheus counter in `registry` that reads this process's count when scraped (the counts live in the
+ * consumer and the reconciliation, which know no metrics library).
+ */
+export function registerCountReading(registry: Registry, name: string, help: string, count: () => number): void {
   new Counter({
-    name: "offramp_chain_orphaned_events_total",
-    help: "Escrow events the service had applied that a reorganisation deeper than CHAIN_CONFIRMATIONS removed",
+    name,
+    help,
     registers: [registry],
     collect() {
       this.reset();
-      this.inc(consumer.orphanedEvents());
+      this.inc(count());
     },
   });
+}
+
+/** offramp_chain_orphaned_events_total: applied escrow events a deep reorganisation removed (alert on any). */
+export function registerChainReorgMetrics(registry: Registry, consumer: Pick<EscrowEventConsumer, "orphanedEvents">): void {
+  registerCountReading(
+    registry,
+    "offramp_chain_orphaned_events_total",
+    "Escrow events the service had applied that a reorganisation deeper than CHAIN_CONFIRMATIONS removed",
+    consumer.orphanedEvents,
+  );
 }

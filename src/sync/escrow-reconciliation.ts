@@ -7,10 +7,10 @@
 // through the indexer) and applies those of our orders the service has not applied, in chain order, keyed
 // as the indexer's rows of them: whichever comes first applies an event once. This serves every event
 // kind: a lost deposit, lock, dispute, release or refund, and one a reorganisation moved to another block.
-import { Counter, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
-import type { EscrowEventRow } from "./escrow-events.ts";
+import { registerCountReading, type ChainEscrowEvent, type EscrowEventRow } from "./escrow-events.ts";
 
 /** What the reconciliation reads from the chain. */
 export interface EscrowLogReader {
@@ -24,8 +24,6 @@ export interface EscrowLogReader {
   /** A block's time, Unix seconds. */
   blockTimestamp(blockHash: string): Promise<bigint>;
 }
-
-export type ChainEscrowEvent = Omit<EscrowEventRow, "block_timestamp">;
 
 /** Blocks re-read below the last pass's end each pass: events a reorganisation moved to other blocks are found. */
 export const RECONCILE_OVERLAP_BLOCKS = 128n;
@@ -148,13 +146,10 @@ export type EscrowReconciliation = ReturnType<typeof createEscrowReconciliation>
 
 /** offramp_chain_events_recovered_total: escrow events applied from the chain because the indexer had not delivered them. */
 export function registerReconciliationMetrics(registry: Registry, reconciliation: Pick<EscrowReconciliation, "recovered">): void {
-  new Counter({
-    name: "offramp_chain_events_recovered_total",
-    help: "Escrow events the reconciliation read from the chain and applied because the indexer had not delivered them in time",
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(reconciliation.recovered());
-    },
-  });
+  registerCountReading(
+    registry,
+    "offramp_chain_events_recovered_total",
+    "Escrow events the reconciliation read from the chain and applied because the indexer had not delivered them in time",
+    reconciliation.recovered,
+  );
 }

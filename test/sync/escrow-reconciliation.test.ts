@@ -6,7 +6,8 @@ import { after, before, test } from "node:test";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { createLogger } from "../../src/logger.ts";
-import { createEscrowReconciliation, RECONCILE_OVERLAP_BLOCKS, type ChainEscrowEvent } from "../../src/sync/escrow-reconciliation.ts";
+import type { ChainEscrowEvent } from "../../src/sync/escrow-events.ts";
+import { createEscrowReconciliation, RECONCILE_OVERLAP_BLOCKS } from "../../src/sync/escrow-reconciliation.ts";
 import { createTestDatabase } from "../support/database.ts";
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

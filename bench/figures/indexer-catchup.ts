@@ -9,7 +9,7 @@ import { deployLocal } from "../../src/stack/deploy.ts";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { startIndexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
 import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
-import { freePort } from "../../test/support/trade-stack.ts";
+import { freePort } from "../../test/support/chain-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
 import { median, nowMs, round } from "../lib/stats.ts";
 import { meets, sleep, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";

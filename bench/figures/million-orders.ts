@@ -13,7 +13,7 @@ import { BENCH_REQUESTS_PER_MINUTE, ensureUser, quoteAndOrder, type BenchStack, 
 import { median, nowMs, round } from "../lib/stats.ts";
 import type pg from "pg";
 import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
-import { ADMIN_TOKEN } from "../../test/support/service.ts";
+import { ADMIN_TOKEN } from "../../test/support/constants.ts";
 import { createPool } from "../../src/db/pool.ts";
 import { meets, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 import { CONNECTIONS, throughputMeasure } from "./health.ts";

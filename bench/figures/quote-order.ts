@@ -2,7 +2,7 @@
 // authenticated health throughput measured by the same closed-loop client at the same concurrency.
 import { closedLoop, requireNoFailures } from "../lib/load.ts";
 import { nowMs, summarize } from "../lib/stats.ts";
-import { SELLER_CLABE } from "../../test/support/trade-stack.ts";
+import { SELLER_CLABE } from "../../test/support/constants.ts";
 import { ensureUser } from "../lib/stack.ts";
 import { detailNumber, meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 

@@ -4,8 +4,9 @@
 import type pg from "pg";
 import { createPool } from "../../src/db/pool.ts";
 import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
-import { ADMIN_TOKEN } from "../../test/support/service.ts";
-import { SELLER_CLABE, startChainStack, type ChainStack } from "../../test/support/trade-stack.ts";
+import { ADMIN_TOKEN } from "../../test/support/constants.ts";
+import { startChainStack, type ChainStack } from "../../test/support/chain-stack.ts";
+import { SELLER_CLABE } from "../../test/support/constants.ts";
 import { spawnReady, type ReadyChild } from "./child.ts";
 import { startReceiver, type WebhookReceiver } from "./receiver.ts";
 

@@ -11,7 +11,7 @@ import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
 import { createLogger } from "../../src/logger.ts";
 import { startService, type ServiceOptions } from "../../src/main.ts";
-import { ADMIN_TOKEN } from "./service.ts";
+import { ADMIN_TOKEN } from "./constants.ts";
 
 export interface ServiceProcessSpec {
   env: Record<string, string>;

@@ -5,8 +5,9 @@ import { createServer } from "node:net";
 import { createTestDatabase } from "./database.ts";
 // Every API answer a test gets is checked against the served OpenAPI document (decisions section 20).
 import { forgetDocuments } from "./openapi-check.ts";
+import { ADMIN_TOKEN } from "./constants.ts";
 
-export const ADMIN_TOKEN = "test-admin-token-0123456789";
+export { ADMIN_TOKEN } from "./constants.ts";
 
 export interface ApiResponse<T = Record<string, unknown>> {
   status: number;

@@ -1,41 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import net from "node:net";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
-import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
-import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
-import { withCheckDigit } from "../../src/domain/clabe.ts";
-import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import type { SendOutcome, TransactionSender } from "../../src/chain/transaction-sender.ts";
 import type { ServiceOptions } from "../../src/main.ts";
-import { createTestDatabase } from "./database.ts";
-import { ADMIN_TOKEN, startTestService, type TestService } from "./service.ts";
+import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
+import { INTERVAL_CHAIN, defaultTradeChain, startChainStack, type ChainStack, type ChainStackOptions, type TradeChain } from "./chain-stack.ts";
+import { ADMIN_TOKEN, SELLER_CLABE } from "./constants.ts";
+import { startTestService, type TestService } from "./service.ts";
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-export interface ChainStack {
-  chain: LocalChain;
-  deployment: Deployment;
-  databaseUrl: string;
-  indexer: Indexer;
-  indexerSchema: string;
-  mining: TradeChain;
-  /** What startService needs to reach the chain. */
-  chainSettings: ChainSettings;
-  close(): Promise<void>;
-}
+// A trade test's stack is the chain stack plus a service: what it imports from either comes from here.
+export { freePort, INTERVAL_CHAIN, defaultTradeChain, nodeRpc, startChainStack, testNode, type ChainStack, type ChainStackOptions, type TestNode, type TradeChain } from "./chain-stack.ts";
+export { SELLER_CLABE } from "./constants.ts";
 
 export interface TradeStack extends Omit<ChainStack, "close"> {
   service: TestService;
@@ -43,18 +18,6 @@ export interface TradeStack extends Omit<ChainStack, "close"> {
   partner: { id: string; apiKey: string; webhookSecret: string };
   close(): Promise<void>;
 }
-
-/**
- * How the test chain makes blocks. "auto": a block per transaction, at once (Hardhat's automine). "interval":
- * as production runs (decisions 15): a block every 2 s, nothing mined in between, the indexer polling
- * every second and the service applying events 3 blocks deep. `TRADE_CHAIN=interval` runs every trade
- * test file that does not choose on such a chain.
- */
-export type TradeChain = "auto" | "interval";
-
-export const INTERVAL_CHAIN = { blockMs: 2_000, confirmations: 3, pollingMs: 1_000 } as const;
-
-export const defaultTradeChain: TradeChain = process.env.TRADE_CHAIN === "interval" ? "interval" : "auto";
 
 /**
  * Seconds from a transaction to its event reaching the service: none on automine; on an interval chain
@@ -65,102 +28,6 @@ export const EVENT_DELAY_SECONDS = defaultTradeChain === "interval" ? (INTERVAL_
 
 /** How long a trade step may take by default: three blocks, confirmations and polling on an interval chain. */
 const DEFAULT_WAIT_MS = defaultTradeChain === "interval" ? 60_000 : 20_000;
-
-/** What a test may choose about the escrow's deployment and the chain. */
-export interface ChainStackOptions {
-  /** The escrow's REFUND_GRACE_SECONDS (default the deploy's, 3600). */
-  refundGraceSeconds?: number;
-  /** Default `TRADE_CHAIN` ("auto"). */
-  mining?: TradeChain;
-  /**
-   * The RPC_URL the indexer and the service use, given the node's own URL (default: the node itself),
-   * e.g. a fault-injecting proxy in front of it, or several comma-separated endpoints. The deployment and
-   * the test's own calls go to the node directly.
-   */
-  rpcFront?: (nodeUrl: string) => string | Promise<string>;
-}
-
-/** A Hardhat node with the escrow deployed and Ponder indexing it into a fresh test database. */
-export async function startChainStack(options: ChainStackOptions = {}): Promise<ChainStack> {
-  if (!existsSync(path.join(defaultArtifactsDir, "contracts"))) await compileContracts({ quiet: true });
-  // Everything started so far is stopped if a later step fails, so a failed set-up never hangs the run.
-  const started: (() => Promise<void>)[] = [];
-  const close = async () => {
-    for (const stop of started.reverse()) await stop().catch(() => undefined);
-  };
-  try {
-    const chain = await startLocalChain({ port: 0 });
-    started.push(() => chain.stop());
-    const deployment = await deployLocal({
-      rpcUrl: chain.rpcUrl,
-      ...(options.refundGraceSeconds !== undefined ? { refundGraceSeconds: options.refundGraceSeconds } : {}),
-    });
-    const mining = options.mining ?? defaultTradeChain;
-    if (mining === "interval") {
-      await nodeRpc(chain.rpcUrl, "evm_setAutomine", [false]);
-      await nodeRpc(chain.rpcUrl, "evm_setIntervalMining", [INTERVAL_CHAIN.blockMs]);
-    }
-    const rpcUrl = options.rpcFront ? await options.rpcFront(chain.rpcUrl) : chain.rpcUrl;
-    const database = await createTestDatabase();
-    started.push(() => database.drop());
-    const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-    const indexer = await startIndexer({
-      databaseUrl: database.url,
-      schema: indexerSchema,
-      rpcUrl,
-      chainId: deployment.chainId,
-      escrowAddress: deployment.escrowAddress,
-      startBlock: deployment.deploymentBlock,
-      port: await freePort(),
-      logLevel: "warn",
-      ...(mining === "interval" ? { pollingIntervalMs: INTERVAL_CHAIN.pollingMs } : {}),
-    });
-    started.push(() => indexer.stop());
-    const chainSettings: ChainSettings = {
-      rpcUrl,
-      chainId: deployment.chainId,
-      escrowAddress: deployment.escrowAddress,
-      usdcAddress: deployment.usdcAddress,
-      servicePrivateKey: devAccounts[DEV_ACCOUNT.service].privateKey,
-      arbiterPrivateKey: devAccounts[DEV_ACCOUNT.arbiter].privateKey,
-    };
-    return { chain, deployment, databaseUrl: database.url, indexer, indexerSchema, mining, chainSettings, close };
-  } catch (error) {
-    await close();
-    throw error;
-  }
-}
-
-/** One JSON-RPC call to the test node (Hardhat's own methods included); throws its error. */
-export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const response = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-/** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
-export interface TestNode {
-  rpc(method: string, params?: unknown[]): Promise<unknown>;
-  /**
-   * One evm_mine per block: hardhat_mine of several blocks reserves the middle ones lazily and the last
-   * then names a zero parent hash, which Ponder cannot follow (it stops at "Block at hash 0x00…0").
-   */
-  mine(blocks: number): Promise<void>;
-  /** The node's head. */
-  blockNumber(): Promise<bigint>;
-}
-
-export function testNode(rpcUrl: string): TestNode {
-  const rpc = (method: string, params: unknown[] = []) => nodeRpc(rpcUrl, method, params);
-  return {
-    rpc,
-    async mine(blocks) {
-      for (let i = 0; i < blocks; i++) await rpc("evm_mine");
-    },
-    blockNumber: async () => BigInt(String(await rpc("eth_blockNumber"))),
-  };
-}
 
 /** The service's configuration a chain's mining calls for: on an interval chain, events applied 3 blocks deep. */
 function miningEnv(mining: TradeChain): Record<string, string> {
@@ -236,9 +103,6 @@ export async function settleTransaction(sender: Pick<TransactionSender, "process
     return outcome === "SENT" ? undefined : outcome;
   });
 }
-
-/** A valid CLABE at BBVA (prefix 012) for test sellers. */
-export const SELLER_CLABE = withCheckDigit("01218000118359719");
 
 /** Registers a user, quotes and orders: returns the order's create response. */
 export async function placeOrder(

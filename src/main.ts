@@ -6,6 +6,7 @@ import { parseGwei } from "viem";
 import { escrowAbi } from "./chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type EscrowGateway } from "./chain/escrow-gateway.ts";
 import { createTransactionSender, type TransactionSender } from "./chain/transaction-sender.ts";
+import { watchTreasury, type TreasuryWatch } from "./chain/treasury.ts";
 import { registerSignerBalanceMetrics, signerBalanceReadiness, watchSignerBalances, type SignerBalanceWatch } from "./chain/signer-balance.ts";
 import type { Config } from "./config.ts";
 import { adminApi } from "./app/admin-api.ts";
@@ -135,6 +136,8 @@ interface ChainParts {
   reconciliation: EscrowReconciliation | undefined;
   /** The service signer's and the arbiter's gas money (decisions 7). */
   signerBalances: SignerBalanceWatch;
+  /** The escrow's treasury, read every 30 s for order terms (decisions 5). */
+  treasury: TreasuryWatch;
   /** Whether the indexer follows the chain (behind, or off it after a reorganisation deeper than its finality). */
   indexerFollowing: IndexerFollowWatch | undefined;
 }
@@ -145,6 +148,7 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
   const maxFeePerGas = config.maxFeePerGasGwei === undefined ? undefined : parseGwei(config.maxFeePerGasGwei);
   const sender = createTransactionSender({ pool, gateway, logger, confirmations: config.chainConfirmations, maxFeePerGas });
   const sanctions = await loadSanctionsList(config.sanctionsListFiles);
+  const treasury = watchTreasury({ read: () => gateway.publicClient.readContract({ address: settings.escrowAddress, abi: escrowAbi, functionName: "treasury" }), logger });
   const view = {
     chain: { chainId: settings.chainId, escrowAddress: settings.escrowAddress, tokenAddress: settings.usdcAddress },
     listingWindowSeconds: config.listingTimeoutSeconds,
@@ -160,7 +164,7 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
       escrowAddress: settings.escrowAddress,
       usdcAddress: settings.usdcAddress,
       signTerms: gateway.signTerms,
-      treasuryAddress: () => gateway.publicClient.readContract({ address: gateway.settings.escrowAddress, abi: escrowAbi, functionName: "treasury" }),
+      treasuryAddress: treasury.current,
     },
   };
   // Lock permits (issue 14): the market's issuance, which the sandbox lock helper goes through too.
@@ -210,7 +214,7 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
         },
       })
     : undefined;
-  return { gateway, sender, sanctions, view, creation, permits, consumer, reconciliation, signerBalances, indexerFollowing };
+  return { gateway, sender, sanctions, view, creation, permits, consumer, reconciliation, signerBalances, treasury, indexerFollowing };
 }
 
 /** The queue workers of this process: order timers and chain sends, and with a chain the CEP checks. */
@@ -354,6 +358,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       if (stopped) return;
       stopped = true;
       chain?.signerBalances.stop();
+      chain?.treasury.stop();
       chain?.indexerFollowing?.stop();
       await chain?.reconciliation?.stop();
       await chain?.consumer?.stop();

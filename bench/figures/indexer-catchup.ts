@@ -11,6 +11,7 @@ import { startIndexer, type IndexerLogger } from "../../src/stack/indexer-proces
 import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import { freePort } from "../../test/support/chain-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
+import { cpuSeconds } from "../lib/child.ts";
 import { median, nowMs, round } from "../lib/stats.ts";
 import { meets, sleep, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 
@@ -30,12 +31,6 @@ function ponderPid(schema: string): number | undefined {
     }
   }
   return undefined;
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /**

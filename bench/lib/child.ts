@@ -21,6 +21,12 @@ export interface ReadyChild {
   stop(timeoutMs?: number): Promise<void>;
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 export function readRssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);

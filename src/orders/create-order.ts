@@ -6,6 +6,7 @@ import { withTransaction } from "../db/pool.ts";
 import { assessAml } from "../domain/aml.ts";
 import { parseClabe } from "../domain/clabe.ts";
 import {
+  ChainUnavailableError,
   InvalidQuoteError,
   QuoteExpiredError,
   QuoteUsedError,
@@ -33,8 +34,8 @@ export interface OrderCreationDeps {
     escrowAddress: Address;
     usdcAddress: Address;
     signTerms(terms: OrderTerms): Promise<Hex>;
-    /** The escrow's treasury (read from the contract): the fee recipient of a partner without a fee wallet. */
-    treasuryAddress(): Promise<Address>;
+    /** The escrow's treasury as last read from the contract (undefined before the first read): the fee recipient of a partner without a fee wallet. */
+    treasuryAddress(): Address | undefined;
   };
   timing: { depositTimeoutSeconds: number; listingTimeoutSeconds: number; lockWindowSeconds: number };
 }
@@ -64,6 +65,12 @@ async function partnerDayAndMonthVolumes(db: Pick<Pool, "query">, partnerId: str
     [partnerId, day, month],
   );
   return rows[0]!;
+}
+
+function knownTreasury(deps: OrderCreationDeps): Address {
+  const treasury = deps.chain.treasuryAddress();
+  if (treasury === undefined) throw new ChainUnavailableError();
+  return treasury;
 }
 
 /**
@@ -103,9 +110,10 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     const feeBps = quote.feeRecipient === "NONE" ? 0 : money(quote.feePercent).times(100).toNumber();
     // A partner without a fee wallet is paid through the treasury (decisions 5): the terms name the treasury
     // as the fee recipient, so it is credited the whole fee, and the partner's part is recorded as owed.
+    // Its address comes from memory (src/chain/treasury.ts): the transaction never waits on the chain.
     const partnerFeeOwed = quote.feeRecipient === "PARTNER" && !partner.feeWallet && feeBps > 0;
     if (quote.feeRecipient === "PARTNER") {
-      feeRecipientAddress = partner.feeWallet ? getAddress(partner.feeWallet) : partnerFeeOwed ? getAddress(await deps.chain.treasuryAddress()) : zeroAddress;
+      feeRecipientAddress = partner.feeWallet ? getAddress(partner.feeWallet) : partnerFeeOwed ? getAddress(knownTreasury(deps)) : zeroAddress;
       treasuryShareBps = money(limits.revenueSharePercent).times(100).toNumber();
     }
 

@@ -110,6 +110,24 @@ describe("POST /orders", () => {
     assert.equal(terms.treasuryShareBps, 2000);
   });
 
+  test("without a fee wallet, a PARTNER fee order while the treasury was never read is CHAIN_UNAVAILABLE and changes nothing", async () => {
+    // This service's chain cannot be reached: the treasury (read from the escrow, never inside the
+    // order's transaction) is unknown, so terms naming it cannot be signed.
+    const walletless = await service.createPartner({ tier: "GROWTH" });
+    const ref = await user(walletless.apiKey);
+    const quoteId = await quote(ref, 10, walletless.apiKey, { feePercent: 1, feeRecipient: "PARTNER" });
+    const refused = await order({ quoteId, partnerUserRef: ref, sellerClabe: SELLER_CLABE }, walletless.apiKey);
+    assertError(refused, 503, "CHAIN_UNAVAILABLE");
+    assert.ok(refused.headers.get("retry-after"));
+    const orders = await service.api<{ total: number }>("GET", "/orders", { key: walletless.apiKey });
+    assert.equal(orders.body.total, 0);
+    // The quote was not consumed: a partner without a fee wallet and no fee still orders with it unread.
+    const withoutFee = await quote(ref, 10, walletless.apiKey);
+    assert.equal((await order({ quoteId: withoutFee, partnerUserRef: ref, sellerClabe: SELLER_CLABE }, walletless.apiKey)).status, 201);
+    const quoteRow = await service.pool.query<{ used_at: Date | null }>("SELECT used_at FROM quotes WHERE id = $1", [quoteId]);
+    assert.equal(quoteRow.rows[0]!.used_at, null);
+  });
+
   test("missing fields are VALIDATION_ERROR", async () => {
     assertError(await order({ partnerUserRef: "x", sellerClabe: SELLER_CLABE }), 400, "VALIDATION_ERROR");
     assertError(await order({ quoteId: "qt_x", sellerClabe: SELLER_CLABE }), 400, "VALIDATION_ERROR");

@@ -94,7 +94,17 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   open.get(openApiUrl, (ctx) => {
     ctx.body = partnerDocument;
   });
-  app.use(open.routes());
+  const openRoutes = open.routes() as Koa.Middleware<AppState>;
+  const partnerRoutes = partner.middleware();
+  // A path under the partner prefix goes straight to its document or the partner group, whose guarded
+  // fallback answers whatever the group's routes do not (the document's other methods go on to it below):
+  // no other router has a route under /api/v1/, and matching every partner request against each of theirs
+  // first was about a tenth of its CPU (docs/benchmarks.md, figure 1). A surface that adds a router under
+  // /api/v1/ must be mounted here.
+  app.use((ctx, next) => {
+    if (ctx.path === openApiUrl) return openRoutes(ctx, next);
+    return ctx.path.startsWith(`${PARTNER_PREFIX}/`) ? partnerRoutes(ctx, next) : next();
+  });
   deps.operator?.registerMetrics?.(metrics.registry);
   app.use(operatorRoutes({ pool, registry: metrics.registry, ...(deps.operator?.reports ? { reports: deps.operator.reports } : {}) }).routes());
   app.use(docsRoutes(openApiUrl).routes());
@@ -112,7 +122,7 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
     app.use((ctx, next) => (ctx.path.startsWith(prefix) ? api.middleware(ctx, next) : next()));
   }
 
-  app.use(partner.middleware());
+  app.use(partnerRoutes);
 
   const adminDocumentRoute = createRouter();
   adminDocumentRoute.get(`${ADMIN_PREFIX}/openapi.json`, (ctx) => {

@@ -11,7 +11,7 @@ import type { ReadyChild } from "../lib/child.ts";
 import { RefusedRequestsError, requireNoFailures } from "../lib/load.ts";
 import type { BenchStack } from "../lib/stack.ts";
 import { meets, ratio, sleep, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
-import { runTrades, stageMedians, tradeLoad, type TradeRun } from "./trades.ts";
+import { runTrades, stagePercentiles, tradeLoad, type TradeRun } from "./trades.ts";
 
 const SETTLE_MS = 60_000;
 
@@ -141,7 +141,7 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
       label: `trades to ${two.finalStatus}, two instances`,
       value: two.trades.unitsPerSecond,
       unit: "trades/s",
-      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, tradesPerSecondToLastCompleted: two.trades.unitsPerSecondToLastCompleted, noneLost: checks.noneLost, ...stageMedians(two.stages) },
+      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, tradesPerSecondToLastCompleted: two.trades.unitsPerSecondToLastCompleted, noneLost: checks.noneLost, ...stagePercentiles(two.stages) },
     },
     reference: { label: "trades, one instance", value: oneInstance.value, unit: "trades/s", detail: oneInstance.detail },
     extra: [],

@@ -156,9 +156,11 @@ export const twoInstancesFigure: FigureSpec = {
   key: "two-instances",
   title: "Full trades per second with two service instances",
   target: {
-    text: ">= 1.0 x one instance, none lost",
+    // Issue 24's target: two processes on the same 2 cores add no CPU, so the figure shows what they lose
+    // to duplicated work and contention, not what a second machine would add.
+    text: ">= 0.95 x one instance, none lost",
     met: (o) => {
-      const asFast = meets([o.figure?.value, o.reference?.value], (two, one) => two >= one);
+      const asFast = meets([o.figure?.value, o.reference?.value], (two, one) => two >= 0.95 * one);
       return asFast === null ? null : asFast && o.figure?.detail?.noneLost === true;
     },
   },

@@ -18,6 +18,8 @@ import { tradesFigure } from "./figures/trades.ts";
 import { twoInstancesFigure } from "./figures/two-instances.ts";
 import { webhookLatencyFigure } from "./figures/webhook-latency.ts";
 import { webhookThroughputFigure } from "./figures/webhook-throughput.ts";
+import { readIndexerHead } from "../src/sync/indexer-tables.ts";
+import { rpcClient } from "./lib/chain.ts";
 import { repoRoot } from "./lib/child.ts";
 import { codeVersion, loadAverage, machineInfo } from "./lib/machine.ts";
 import { summarizeProfiles, type ProfileSummary } from "./lib/profile.ts";
@@ -80,6 +82,7 @@ try {
   postgres = rows[0]?.version ?? null;
   for (const figure of selected) {
     await settleDeliveries(stack, quick ? 15_000 : 90_000);
+    await settleIndexer(stack, 120_000);
     const load = loadAverage();
     loadSamples.push({ at: new Date().toISOString(), figure: `#${figure.id}`, load });
     if (Date.now() - runStart > RUN_BUDGET_MS) {
@@ -163,6 +166,24 @@ async function settleDeliveries(bench: BenchStack, budgetMs: number): Promise<vo
   }
   if (pending > 0) log(`${pending} webhook deliveries still due after waiting ${budgetMs / 1000} s; going on`);
   else if (Date.now() - started > 1_000) log(`waited ${((Date.now() - started) / 1000).toFixed(1)} s for the webhook delivery backlog to drain`);
+}
+/**
+ * Waits until the indexer has indexed the chain's head: a figure's blocks (figure 5's 2,000 one-event
+ * reference deposits, say, which Ponder indexes at about 50 blocks a second) must not hold up the next
+ * figure's events, as they did figure 9's first trades (about 30 s each, so its p95) until 2026-11-26.
+ */
+async function settleIndexer(bench: BenchStack, budgetMs: number): Promise<void> {
+  const started = Date.now();
+  const rpc = rpcClient(bench.chain.chainSettings.rpcUrl);
+  const chainHead = BigInt(await rpc.call<string>("eth_blockNumber", []));
+  let indexed: bigint | undefined;
+  for (;;) {
+    indexed = (await readIndexerHead(bench.pool, bench.chain.indexerSchema))?.latestBlock;
+    if ((indexed !== undefined && indexed >= chainHead) || Date.now() - started > budgetMs) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  if (indexed === undefined || indexed < chainHead) log(`the indexer is at block ${indexed ?? "none"} of ${chainHead} after waiting ${budgetMs / 1000} s; going on`);
+  else if (Date.now() - started > 1_000) log(`waited ${((Date.now() - started) / 1000).toFixed(1)} s for the indexer to reach block ${chainHead}`);
 }
 const report: RunReport = {
   startedAt,

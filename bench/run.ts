@@ -2,7 +2,7 @@
 // PostgreSQL database, the service in a child process, a webhook receiver), measures the figures of
 // decisions section 14, each beside its reference in the same run, and writes bench/results/<date>.md
 // and bench/results/latest.json (quick runs: <date>-quick.md and latest-quick.json, not committed),
-// each figure against its issue-15 target. `--profile=<ids>` runs the service under those figures'
+// each figure against its target (issues 15 and 24). `--profile=<ids>` runs the service under those figures'
 // load with `node --cpu-prof` and puts the summary of where its time went in the report.
 // Method and meaning of every figure: docs/benchmarks.md.
 import path from "node:path";

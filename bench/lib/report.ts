@@ -30,7 +30,7 @@ export interface FigureResult {
   params: Json;
   notes: string[];
   seconds: number;
-  /** The issue-15 target and whether this run met it (null: not measured). */
+  /** The target (issues 15 and 24) and whether this run met it (null: not measured). */
   target: { text: string; met: boolean | null };
   /** CPU profile of the service processes under this figure's load (`--profile`). */
   profile?: ProfileSummary;
@@ -80,7 +80,7 @@ export function renderMarkdown(report: RunReport): string {
   lines.push("", "```", `$ free -h`, m.freeH, "```", "");
   lines.push("## Figures", "");
   lines.push(
-    "| # | Figure | Measured | Target (issue 15) | Met | Reference (same run) | Comparison | Load before |",
+    "| # | Figure | Measured | Target (issues 15, 24) | Met | Reference (same run) | Comparison | Load before |",
     "|---|---|---|---|---|---|---|---|",
   );
   const loadBefore = (f: FigureResult) => report.loadAverage.samples.find((sample) => sample.figure === `#${f.id}`)?.load[0] ?? "";

@@ -67,26 +67,33 @@ export const MAINTENANCE_QUEUES = {
 } as const;
 
 // notify: a job written wakes the workers at once instead of on their next poll (jobs/boss.ts).
+// heartbeatSeconds: a live worker refreshes each job it holds every 5 s; a job whose worker died (SIGKILL,
+// lost machine) is given back by the supervisor once 10 s pass without a beat (within ~20 s with its
+// 10 s sweep), not only when its expiry passes. expireInSeconds still bounds a live handler that hangs.
+// Found by the two-instance kill test: a confirmation held by the killed instance stayed SENT for its
+// whole 60 s expiry after every order had ended.
+const HEARTBEAT_SECONDS = 10;
+
 export const ORDER_QUEUE_OPTIONS = {
   // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
   // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so
   // a kill at the wrong moment made an expiry or a lock refund 15 minutes late (found by npm run chaos).
-  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
+  [ORDER_TIMER_QUEUE]: { retryLimit: 50, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS, notify: true },
   // A transaction that would revert now (a deadline the chain has not reached) is retried with backoff.
   // One attempt signs and broadcasts without waiting for the receipt (seconds at most): a worker killed
   // mid-attempt is retried within half a minute.
-  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 30, notify: true },
+  [CHAIN_SEND_QUEUE]: { retryLimit: 200, retryDelay: 2, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 30, heartbeatSeconds: HEARTBEAT_SECONDS, notify: true },
   // Each attempt is one receipt lookup (and a rebroadcast when the node lost the transaction). Not
   // mined yet is a retry: every second at first, then at most every 30 s.
-  [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60 },
+  [CHAIN_CONFIRM_QUEUE]: { retryLimit: 100_000, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS },
   // One attempt is one portal lookup (seconds): a worker killed mid-attempt is retried within a minute.
-  [PAYMENT_VERIFY_QUEUE]: { policy: PAYMENT_VERIFY_POLICY, retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, notify: true },
+  [PAYMENT_VERIFY_QUEUE]: { policy: PAYMENT_VERIFY_POLICY, retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS, notify: true },
 };
 
 /**
  * pg-boss settings of the delivery queue. A job whose worker died (SIGKILL, lost machine) stays active
- * until `expireInSeconds` pass, then pg-boss's supervisor puts it back for retry, so the interrupted
- * attempt is made again under the same delivery id. pg-boss's own retries are only for such crashes and
+ * until its heartbeat is missed (or, for a live handler that hangs, `expireInSeconds` pass), then pg-boss's
+ * supervisor puts it back for retry, so the interrupted attempt is made again under the same delivery id. pg-boss's own retries are only for such crashes and
  * for infrastructure errors; the webhook retry schedule is ours (WEBHOOK_RETRY_DELAYS_SECONDS).
  */
 export function deliveryQueueOptions(timeoutMs: number) {
@@ -96,6 +103,7 @@ export function deliveryQueueOptions(timeoutMs: number) {
     retryDelay: 2,
     retryBackoff: true,
     retryDelayMax: 60,
+    heartbeatSeconds: HEARTBEAT_SECONDS,
     deleteAfterSeconds: 7 * 86400,
     // A delivery written wakes the workers at once (jobs/boss.ts); retries still wait for their time.
     notify: true,

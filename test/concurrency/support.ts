@@ -204,9 +204,13 @@ export async function escrowEventCounts(pool: Pool, indexerSchema: string, escro
   return Object.fromEntries(rows.map((row) => [row.event_name, Number(row.n)]));
 }
 
-/** Each order's chain transactions, once settled (waitForSettled says why it waits): every one MINED, no action twice. */
-export async function assertTransactionsOnce(pool: Pool, orderId: string): Promise<void> {
-  const rows = await waitForSettled(`order ${orderId}'s transactions`, async () => (await pool.query<{ action: string; status: string; request_key: string }>("SELECT action, status, request_key FROM chain_transactions WHERE order_id = $1", [orderId])).rows);
+/**
+ * Each order's chain transactions, once settled (waitForSettled says why it waits): every one MINED, no
+ * action twice. After a kill, give it `timeoutMs` for a job the dead instance held to come back (its
+ * missed heartbeat and the supervisor's sweep, 10 s each, src/jobs/queues.ts).
+ */
+export async function assertTransactionsOnce(pool: Pool, orderId: string, timeoutMs?: number): Promise<void> {
+  const rows = await waitForSettled(`order ${orderId}'s transactions`, async () => (await pool.query<{ action: string; status: string; request_key: string }>("SELECT action, status, request_key FROM chain_transactions WHERE order_id = $1", [orderId])).rows, timeoutMs);
   for (const row of rows) assert.equal(row.status, "MINED", `order ${orderId}: ${row.action} is ${row.status}`);
   const keys = rows.map((row) => row.request_key);
   assert.equal(new Set(keys).size, keys.length);

@@ -96,7 +96,7 @@ test("two instances on one database and chain, one killed mid-trade: every order
     const expected = expectedEnd(done.path);
     assert.equal(done.status, expected.status, `${done.path} ${done.orderId}`);
     assert.deepEqual(await escrowEventCounts(pool, chainStack.indexerSchema, done.escrowOrderId), expected.events, `${done.path} ${done.orderId}: escrow events`);
-    await assertTransactionsOnce(pool, done.orderId);
+    await assertTransactionsOnce(pool, done.orderId, 45_000);
   }
 
   // Webhooks: every event recorded for an order reaches the receiver, each sequence once. The one

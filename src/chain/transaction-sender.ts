@@ -97,7 +97,9 @@ interface SigningRequest {
  * refuses the later ones until the gap is filled). A new nonce is signed for an action only when the
  * chain shows its nonce consumed by another transaction, so the stored bytes can never be mined. Before
  * signing, the escrow's on-chain status is checked: an order the chain has already moved (refunded by
- * someone else, released, disputed) is SKIPPED, not sent.
+ * someone else, released, disputed) is SKIPPED, not sent. Unless a reorganisation removed one of the
+ * order's applied events and the chain has not mined it again: then the escrow is behind the order, not
+ * past it, and the request waits for it (one that reverted on such an escrow is signed anew).
  *
  * Every transaction is watched until final (decisions section 7): it is settled only once its block has
  * `confirmations` blocks on top, so one that a reorganisation removed is found missing and its bytes are
@@ -179,16 +181,35 @@ export function createTransactionSender(deps: {
     );
 
   /**
+   * The order's escrow event a reorganisation removed and the chain has not mined again, if any: until it
+   * is, the escrow is behind the order (a dispute's resolution gone, so the escrow Disputed again while the
+   * order, past it, asks for the release), and what the order asks for waits rather than being given up.
+   */
+  const awaitedOrphanedEvent = async (orderId: string): Promise<string | undefined> => {
+    const { rows } = await pool.query<{ event_name: string }>(
+      `SELECT a.event_name FROM applied_chain_events a
+        WHERE a.order_id = $1 AND a.orphaned_at IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM applied_chain_events b
+                           WHERE b.order_id = a.order_id AND b.event_name = a.event_name AND b.orphaned_at IS NULL AND b.applied_at > a.orphaned_at)
+        LIMIT 1`,
+      [orderId],
+    );
+    return rows[0]?.event_name;
+  };
+
+  /**
    * Settles the row from the receipt of the transaction or of a fee it replaced, once final; SENT while
    * that receipt has fewer than `confirmations` blocks on top (a reorganisation may still remove it);
    * undefined when none of them is mined.
    */
-  const outcomeOf = async (tx: SignedTransaction, action: EscrowAction, replaced: readonly Hash[] = []): Promise<SendOutcome | undefined> => {
+  const outcomeOf = async (tx: SignedTransaction, row: TransactionRow, replaced: readonly Hash[] = []): Promise<SendOutcome | undefined> => {
+    const { action } = row;
     for (const hash of [tx.hash, ...replaced]) {
       const receipt = await receiptOf(hash);
       if (!receipt) continue;
       if (confirmations > 0n && (await client.getBlockNumber({ cacheTime: 0 })) - receipt.blockNumber < confirmations) return "SENT";
       const status = receipt.status === "success" ? "MINED" : "REVERTED";
+      if (status === "REVERTED") await signAgainIfBehind(row, hash);
       await finish(tx.id, hash, status, status === "REVERTED" ? "reverted on chain" : undefined);
       logger.info({ txId: tx.id, action, txHash: hash, nonce: tx.nonce.toString(), status }, "escrow transaction mined");
       return status;
@@ -319,6 +340,23 @@ export function createTransactionSender(deps: {
     });
   };
 
+  /**
+   * A transaction that reverted because the escrow was behind the order (sent again after a reorganisation
+   * and mined before the order's own removed event was mined again): its nonce is spent and nothing
+   * happened, so the row goes back to unsigned and waits to be signed anew once the escrow has caught up.
+   */
+  const signAgainIfBehind = async (row: TransactionRow, hash: Hash): Promise<void> => {
+    const awaited = await awaitedOrphanedEvent(row.order_id);
+    if (!awaited) return;
+    const { rowCount } = await pool.query(
+      `UPDATE chain_transactions SET raw_tx = NULL, tx_hash = NULL, nonce = NULL, from_address = NULL, replaced_hashes = '{}', error = $3, updated_at = now()
+        WHERE id = $1 AND status IN ('PENDING', 'SENT') AND (tx_hash = $2 OR $2 = ANY(replaced_hashes))`,
+      [row.id, hash, `${hash} reverted while the escrow was behind the order; signed again once the chain has the order's ${awaited} again`],
+    );
+    if (rowCount === 1) logger.warn({ txId: row.id, orderId: row.order_id, action: row.action, txHash: hash, awaited }, "escrow transaction reverted behind a reorganisation; signed again once the escrow catches up");
+    throw new TransactionNotYetPossibleError(`${row.action} waits for the order's ${awaited} to be mined again`);
+  };
+
   /** Checks, signs under a fresh nonce, stores, broadcasts and looks for the receipt once. */
   const sendNew = async (row: TransactionRow, replacing: Hash | null): Promise<SendOutcome> => {
     const account = accounts[ACTIONS[row.action].signer];
@@ -337,6 +375,8 @@ export function createTransactionSender(deps: {
       client.getTransactionCount({ address: account.address, blockTag: "pending" }),
     ]);
     if (status !== ACTIONS[row.action].requires) {
+      const awaited = await awaitedOrphanedEvent(row.order_id);
+      if (awaited) throw new TransactionNotYetPossibleError(`${row.action} waits: the escrow is ${status}, behind the order, whose ${awaited} a reorganisation removed and the chain has not mined again`);
       if (await finish(row.id, replacing, "SKIPPED", "the escrow is no longer in the state this action needs")) return "SKIPPED";
       return step(row.id);
     }
@@ -352,7 +392,7 @@ export function createTransactionSender(deps: {
     const signed = await signAndStore(account, { id: row.id, call, chainPending, replacing });
     if (!signed) return step(row.id);
     await signed.broadcast;
-    return (await outcomeOf(signed.tx, row.action)) ?? "SENT";
+    return (await outcomeOf(signed.tx, row)) ?? "SENT";
   };
 
   /**
@@ -387,7 +427,7 @@ export function createTransactionSender(deps: {
     if (rowCount !== 1) return "SENT"; // another worker moved the row on: the next look starts from it
     logger.info({ txId: tx.id, action: row.action, replaced: tx.hash, txHash: replacement.hash, nonce: tx.nonce.toString(), maxFeePerGas: maxFeePerGas.toString(), baseFeePerGas: baseFeePerGas.toString() }, "escrow transaction replaced with a higher fee");
     await broadcastInTurn(replacement);
-    return (await outcomeOf(replacement, row.action, [...row.replaced_hashes, tx.hash])) ?? "SENT";
+    return (await outcomeOf(replacement, row, [...row.replaced_hashes, tx.hash])) ?? "SENT";
   };
 
   /**
@@ -397,7 +437,7 @@ export function createTransactionSender(deps: {
   const settle = async (row: TransactionRow & { raw_tx: Hex; tx_hash: Hash }): Promise<SendOutcome> => {
     const account = accounts[ACTIONS[row.action].signer];
     const tx: SignedTransaction = { id: row.id, raw: row.raw_tx, hash: row.tx_hash, nonce: BigInt(row.nonce ?? 0), from: row.from_address ?? (account.address.toLowerCase() as Address) };
-    const outcome = await outcomeOf(tx, row.action, row.replaced_hashes);
+    const outcome = await outcomeOf(tx, row, row.replaced_hashes);
     if (outcome) return outcome;
     if (await knownToNode(tx.hash)) return replaceIfUnderpriced(row, tx);
     const mined = BigInt(await client.getTransactionCount({ address: tx.from, blockTag: "latest" }));
@@ -405,10 +445,10 @@ export function createTransactionSender(deps: {
       // Not with this node (a crash before the broadcast, a transaction dropped from the mempool, or one
       // whose block a reorganisation removed): the same bytes again.
       await broadcastInTurn(tx);
-      return (await outcomeOf(tx, row.action, row.replaced_hashes)) ?? "SENT";
+      return (await outcomeOf(tx, row, row.replaced_hashes)) ?? "SENT";
     }
     // Read after the nonce count: a receipt that appeared in between is still found.
-    const late = await outcomeOf(tx, row.action, row.replaced_hashes);
+    const late = await outcomeOf(tx, row, row.replaced_hashes);
     if (late) return late;
     logger.warn({ txId: row.id, nonce: row.nonce }, "stored transaction can no longer be mined (nonce consumed); signing anew");
     return sendNew(row, tx.hash);

@@ -282,3 +282,106 @@ test("beyond the confirmations: the service's refund that vanished and was mined
   assert.equal(entries.filter((entry) => entry.event === "REFUNDED").length, 1);
   await assertWebhooksOnce(order.id);
 });
+
+// Found by the chaos run in CI: a dispute's resolution (NO_FAULT_RETRY, the escrow Locked again) removed
+// beyond the confirmations, and the order, LOCKED by it, paid and asking for its release before the
+// resolution was mined again. The escrow, Disputed on the new branch, refused the release; the sender gave
+// it up (SKIPPED) and the order stayed PENDING_RELEASE for good once the resolution came back.
+test("beyond the confirmations: a release asked for before the order's removed dispute resolution is mined again waits for it, then is mined once", async () => {
+  const order = await lockedOrder();
+  const dispute = await stack.service.api("POST", `/sandbox/orders/${order.id}/dispute`, { key: stack.partner.apiKey, body: { by: "BUYER" } });
+  assert.equal(dispute.status, 200, JSON.stringify(dispute.body));
+  await indexed(order.escrowOrderId, "DisputeOpened", 1);
+  await confirmed(order, "DISPUTED");
+
+  const snapshot = await node.rpc("evm_snapshot");
+  const resolved = await stack.service.admin("POST", `/orders/${order.id}/resolve`, { outcome: "NO_FAULT_RETRY" });
+  assert.equal(resolved.status, 200, JSON.stringify(resolved.body));
+  await indexed(order.escrowOrderId, "DisputeResolved", 1);
+  await confirmed(order, "LOCKED");
+  await waitFor("the resolution settled", async () => {
+    const { rows } = await stack.service.pool.query<{ status: string }>("SELECT status FROM chain_transactions WHERE order_id = $1 AND action = 'resolveDispute'", [order.id]);
+    return rows[0]?.status === "MINED" ? true : undefined;
+  });
+
+  // The resolution's blocks replaced by a longer branch; the sender's broadcast of it again waits in the
+  // mempool until the test mines.
+  await node.rpc("evm_setAutomine", [false]);
+  try {
+    await reorganise(snapshot, 6);
+    const orphaned = await waitFor("the vanished resolution reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED"));
+    assert.equal(orphaned.data.chainEvent, "DisputeResolved");
+    assert.equal(orphaned.data.resentByService, true);
+
+    await sandbox(order.id, "pay");
+    await waitForStatus(stack, order.id, "PENDING_RELEASE");
+    await waitFor("the release requested", async () => ((await releaseTransactions(order.id)).length === 1 ? true : undefined));
+    await sleep(3000);
+    assert.deepEqual((await releaseTransactions(order.id)).map((row) => row.status), ["PENDING"], "the release waits, not given up");
+  } finally {
+    await node.rpc("evm_setAutomine", [true]);
+  }
+
+  await node.mine(1); // the resolution, mined again: the escrow is Locked
+  await indexed(order.escrowOrderId, "Released", 1);
+  await confirmed(order, "COMPLETED");
+  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  assert.equal((await releaseTransactions(order.id)).length, 1);
+  assert.equal((await indexedEvents(order.escrowOrderId, "DisputeResolved")).length, 1);
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});
+
+test("beyond the confirmations: a release sent again and reverted before the order's removed dispute resolution was mined again is signed anew after it, and mined once", async () => {
+  const order = await lockedOrder();
+  const dispute = await stack.service.api("POST", `/sandbox/orders/${order.id}/dispute`, { key: stack.partner.apiKey, body: { by: "SELLER" } });
+  assert.equal(dispute.status, 200, JSON.stringify(dispute.body));
+  await indexed(order.escrowOrderId, "DisputeOpened", 1);
+  await confirmed(order, "DISPUTED");
+
+  const snapshot = await node.rpc("evm_snapshot");
+  const resolved = await stack.service.admin("POST", `/orders/${order.id}/resolve`, { outcome: "NO_FAULT_RETRY" });
+  assert.equal(resolved.status, 200, JSON.stringify(resolved.body));
+  await indexed(order.escrowOrderId, "DisputeResolved", 1);
+  await confirmed(order, "LOCKED");
+  await acted(order, "pay", "Released");
+  await confirmed(order, "COMPLETED");
+  const settled = async (action: string) => {
+    const { rows } = await stack.service.pool.query<{ status: string; tx_hash: string }>("SELECT status, tx_hash FROM chain_transactions WHERE order_id = $1 AND action = $2", [order.id, action]);
+    return rows[0]?.status === "MINED" ? rows[0] : undefined;
+  };
+  const resolution = await waitFor("the resolution settled", () => settled("resolveDispute"));
+  const release = await waitFor("the release settled", () => settled("confirmPayment"));
+
+  // Both removed; the sender broadcasts both again. The resolution is dropped from the mempool, so the
+  // release is mined first, on an escrow Disputed again: it reverts.
+  await node.rpc("evm_setAutomine", [false]);
+  try {
+    await reorganise(snapshot, 8);
+    await waitFor("both vanished events reported", async () => ((await timeline(order.id)).filter((entry) => entry.event === "CHAIN_EVENT_ORPHANED" && entry.data.resentByService === true).length === 2 ? true : undefined));
+    for (const hash of [resolution.tx_hash, release.tx_hash]) await waitFor(`${hash} broadcast again`, async () => ((await node.rpc("eth_getTransactionByHash", [hash])) ? true : undefined));
+    assert.equal(await node.rpc("hardhat_dropTransaction", [resolution.tx_hash]), true);
+    await node.mine(1);
+    const client = createPublicClient({ transport: http(stack.chain.rpcUrl) });
+    assert.equal((await client.getTransactionReceipt({ hash: release.tx_hash as Hex })).status, "reverted");
+  } finally {
+    await node.rpc("evm_setAutomine", [true]);
+  }
+
+  // Final at its depth, the revert is not the release's end: the resolution is sent again and mined, then
+  // the release is signed anew.
+  await node.mine(CONFIRMATIONS);
+  const released = await waitFor("the release mined again", async () => {
+    const rows = await indexedEvents(order.escrowOrderId, "Released");
+    return rows.length === 1 ? rows[0] : undefined;
+  });
+  assert.notEqual(released.transaction_hash, release.tx_hash, "signed anew under another nonce");
+  await node.mine(CONFIRMATIONS);
+  await waitFor("the new release settled", async () => ((await releaseTransactions(order.id))[0]?.tx_hash === released.transaction_hash && (await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  assert.equal((await releaseTransactions(order.id)).length, 1);
+  assert.equal((await indexedEvents(order.escrowOrderId, "DisputeResolved")).length, 1);
+  await sleep(1500);
+  assert.equal((await waitForStatus(stack, order.id, "COMPLETED")).status, "COMPLETED");
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});

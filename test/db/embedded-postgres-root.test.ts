@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import pg from "pg";
-import { startEmbeddedPostgres, type EmbeddedDatabase } from "../../src/db/embedded-postgres.ts";
+import { startEmbeddedPostgres, type EmbeddedDatabase } from "../../src/stack/embedded-postgres.ts";
 import { createLogger } from "../../src/logger.ts";
 
 const asRoot = process.getuid?.() === 0;

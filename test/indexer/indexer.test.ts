@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -18,6 +17,7 @@ import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { deployLocal } from "../../src/stack/deploy.ts";
+import { freePort } from "../../src/stack/free-port.ts";
 import type { Deployment } from "../../src/stack/deploy.ts";
 import {
   disputeOutcome,
@@ -73,17 +73,6 @@ let service: ReturnType<typeof wallet>;
 let arbiter: ReturnType<typeof wallet>;
 let seller: ReturnType<typeof wallet>;
 let buyer: ReturnType<typeof wallet>;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
-    });
-  });
-}
 
 async function launchIndexer(overrides: Partial<IndexerOptions> = {}): Promise<Indexer> {
   return startIndexer({

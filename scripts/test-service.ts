@@ -14,6 +14,7 @@ import path from "node:path";
 import { connectable, startEmbeddedPostgres, type EmbeddedDatabase } from "../src/stack/embedded-postgres.ts";
 import { createLogger } from "../src/logger.ts";
 import { repoRoot } from "../src/paths.ts";
+import { withCompileCache } from "../src/stack/compile-cache.ts";
 import { chromiumExecutable } from "../test/support/chromium.ts";
 import { TEST_SERVER_URL } from "../test/support/database.ts";
 
@@ -54,7 +55,7 @@ const tally = path.join(work, "openapi-check.jsonl");
 const child = spawn(process.execPath, ["--test", "--test-concurrency=2", ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
   cwd: repoRoot,
   stdio: "inherit",
-  env: { ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) },
+  env: withCompileCache({ ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) }),
 });
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
 const code = await new Promise<number>((resolve) => child.once("exit", (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));

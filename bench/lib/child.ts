@@ -6,6 +6,7 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 
 import { repoRoot } from "../../src/paths.ts";
+import { withCompileCache } from "../../src/stack/compile-cache.ts";
 
 export { repoRoot };
 
@@ -43,7 +44,7 @@ export async function spawnReady(script: string, env: Record<string, string>, op
   const timeoutMs = options.timeoutMs ?? 90_000;
   const child = spawn(process.execPath, ["--no-deprecation", ...(options.nodeArgs ?? []), script], {
     cwd: repoRoot,
-    env: { ...process.env, ...env },
+    env: withCompileCache({ ...process.env, ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   if (child.pid === undefined) throw new Error(`could not spawn ${script}`);

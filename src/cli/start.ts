@@ -8,12 +8,13 @@
 import { spawn } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { withCompileCache } from "../stack/compile-cache.ts";
 
 const stack = fileURLToPath(new URL("../stack/start-stack.ts", import.meta.url));
 const child = spawn(process.execPath, [...process.execArgv, stack, ...process.argv.slice(2)], {
   detached: true,
   stdio: ["ignore", "inherit", "inherit"],
-  env: { ...process.env, OFFRAMP_START_RELAY_PID: String(process.pid) },
+  env: withCompileCache({ ...process.env, OFFRAMP_START_RELAY_PID: String(process.pid) }),
 });
 const forward = (signal: NodeJS.Signals) => child.kill(signal);
 process.on("SIGINT", forward).on("SIGTERM", forward).on("SIGHUP", forward);

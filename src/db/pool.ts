@@ -1,10 +1,28 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
 import pg from "pg";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 /** Anything that can run a query: the pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, "query">;
+
+/**
+ * A statement each session parses and plans once, then runs again by name (node-pg's named prepared
+ * statements), for the reads a busy API repeats with other values: the order book's page planned in 2-6 ms
+ * and ran in 0.6 ms (EXPLAIN ANALYZE under figure 3's load), the planning repeated for every request. The
+ * name is the text's hash, so one text is one statement however it was built.
+ */
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `p_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+// Bounded by the code's statement texts: values never enter the text.
+const statementNames = new Map<string, string>();
 
 // NUMERIC and BIGINT come back as strings so money and token amounts are never rounded by a float.
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => value);

@@ -1,6 +1,6 @@
 import { DEPOSIT_HELD, pricePerUnitColumn } from "../orders/queries.ts";
 import { INDEXER_TABLES, qualifiedTable } from "../sync/indexer-tables.ts";
-import type { Queryable } from "../db/pool.ts";
+import { prepared, type Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import { pageOf } from "../db/filters.ts";
@@ -76,11 +76,13 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
   const filtered = values.length > 1; // a filter besides the listing time: minAmount, maxAmount or bankCode
   const page = (reputations: string | undefined) =>
     db.query<BookRow>(
-      `SELECT escrow_order_id, token, amount_usdc, receive_amount(amount_usdc, fee_bps) AS receive_amount, total_mxn, ${pricePerUnitColumn("orders")}, bank_code, expires_at,
-          ${reputations ? "coalesce(r.score, 0)" : "0::numeric"} AS seller_reputation
-        FROM orders ${reputations ? `LEFT JOIN ${reputations} r ON r.account = lower(orders.seller_wallet)` : ""} ${where}
-        ORDER BY (total_mxn / receive_amount(amount_usdc, fee_bps)), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
-      [...values, filters.limit, filters.offset],
+      prepared(
+        `SELECT escrow_order_id, token, amount_usdc, receive_amount(amount_usdc, fee_bps) AS receive_amount, total_mxn, ${pricePerUnitColumn("orders")}, bank_code, expires_at,
+            ${reputations ? "coalesce(r.score, 0)" : "0::numeric"} AS seller_reputation
+          FROM orders ${reputations ? `LEFT JOIN ${reputations} r ON r.account = lower(orders.seller_wallet)` : ""} ${where}
+          ORDER BY (total_mxn / receive_amount(amount_usdc, fee_bps)), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+        [...values, filters.limit, filters.offset],
+      ),
     );
   const reputations = indexerSchema ? qualifiedTable(indexerSchema, INDEXER_TABLES.reputation) : undefined;
   const [{ rows }, count] = await Promise.all([
@@ -90,7 +92,7 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
       throw error;
     }),
     // A filtered total counts the matching listings in orders_book alone (its columns are included).
-    filtered ? db.query<{ n: string }>(`SELECT count(*) AS n FROM orders ${where}`, values) : db.query<{ n: string }>(BOOK_TOTAL, [now]),
+    filtered ? db.query<{ n: string }>(prepared(`SELECT count(*) AS n FROM orders ${where}`, values)) : db.query<{ n: string }>(prepared(BOOK_TOTAL, [now])),
   ]);
   const total = Number(count.rows[0]!.n);
   return pageOf(

@@ -1,5 +1,5 @@
 import { whereEqual } from "../db/filters.ts";
-import type { Queryable } from "../db/pool.ts";
+import { prepared, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { money, toCents, toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
@@ -198,7 +198,7 @@ export interface OrderFilters {
 /** Newest first (`createdAt` desc, then `id` desc), decisions section 6. */
 export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderListRow[]; total: number }> {
   const page = orderPageQuery(filters);
-  const [{ rows }, total] = await Promise.all([db.query<OrderListRow>(page.text, page.values), countOrders(db, filters)]);
+  const [{ rows }, total] = await Promise.all([db.query<OrderListRow>(prepared(page.text, page.values)), countOrders(db, filters)]);
   return { rows, total };
 }
 
@@ -228,15 +228,16 @@ export function orderPageQuery(filters: OrderFilters): { text: string; values: u
 export async function countOrders(db: Queryable, filters: Pick<OrderFilters, "partnerId" | "status" | "partnerUserRef">): Promise<number> {
   if (filters.partnerUserRef !== undefined) {
     const { rows } = await db.query<{ n: string }>(
-      `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
-       WHERE ($1::text IS NULL OR u.partner_id = $1) AND u.partner_user_ref = $2 AND ($3::text IS NULL OR o.status = $3)`,
-      [filters.partnerId, filters.partnerUserRef, filters.status ?? null],
+      prepared(
+        `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
+         WHERE ($1::text IS NULL OR u.partner_id = $1) AND u.partner_user_ref = $2 AND ($3::text IS NULL OR o.status = $3)`,
+        [filters.partnerId, filters.partnerUserRef, filters.status ?? null],
+      ),
     );
     return Number(rows[0]!.n);
   }
   const { rows } = await db.query<{ n: string }>(
-    "SELECT coalesce(sum(count), 0) AS n FROM order_counts WHERE ($1::text IS NULL OR partner_id = $1) AND ($2::text IS NULL OR status = $2)",
-    [filters.partnerId, filters.status ?? null],
+    prepared("SELECT coalesce(sum(count), 0) AS n FROM order_counts WHERE ($1::text IS NULL OR partner_id = $1) AND ($2::text IS NULL OR status = $2)", [filters.partnerId, filters.status ?? null]),
   );
   return Number(rows[0]!.n);
 }

@@ -34,9 +34,11 @@ after(async () => {
 function recording(): { db: Queryable; statements: { text: string; values: unknown[] }[] } {
   const statements: { text: string; values: unknown[] }[] = [];
   const db = {
-    query: (text: string, values: unknown[] = []) => {
-      statements.push({ text, values });
-      return service.pool.query(text, values);
+    // A statement comes as text and values, or as a named (prepared) statement's config.
+    query: (statement: string | { text: string; values?: unknown[] }, values: unknown[] = []) => {
+      const sent = typeof statement === "string" ? { text: statement, values } : { text: statement.text, values: statement.values ?? [] };
+      statements.push(sent);
+      return typeof statement === "string" ? service.pool.query(statement, values) : service.pool.query(statement);
     },
   } as unknown as Queryable;
   return { db, statements };

@@ -4,6 +4,9 @@ import type { Logger } from "../logger.ts";
 
 export type { PgBoss };
 
+/** How often pg-boss's supervisor gives back the jobs of dead or hung workers (expiry, missed heartbeat). */
+export const SUPERVISE_INTERVAL_SECONDS = 10;
+
 /** pg-boss in its own schema of the service's database: timers, retries and periodic work survive restarts. */
 export async function startJobs(databaseUrl: string, logger: Logger): Promise<PgBoss> {
   const boss = new PgBoss({
@@ -13,7 +16,7 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
     connectionTimeoutMillis: POOL_WAIT_MS,
     // A job whose worker died (SIGKILL) is retried once its expiry passes and the supervisor notices:
     // supervising every 10 s instead of 60 s bounds that recovery to the job's expiry plus ~10 s.
-    superviseIntervalSeconds: 10,
+    superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
     monitorIntervalSeconds: 10,
     // Workers are woken by a NOTIFY sent with each job (delivered when the sending transaction
     // commits), on every instance; polling stays as the floor for delayed jobs (timers, retries) and

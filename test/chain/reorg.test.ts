@@ -283,13 +283,21 @@ test("beyond the confirmations: the service's refund that vanished and was mined
   await assertWebhooksOnce(order.id);
 });
 
-// Found by the chaos run in CI: a dispute's resolution (NO_FAULT_RETRY, the escrow Locked again) removed
-// beyond the confirmations, and the order, LOCKED by it, paid and asking for its release before the
-// resolution was mined again. The escrow, Disputed on the new branch, refused the release; the sender gave
-// it up (SKIPPED) and the order stayed PENDING_RELEASE for good once the resolution came back.
-test("beyond the confirmations: a release asked for before the order's removed dispute resolution is mined again waits for it, then is mined once", async () => {
+/** The order's `action` transaction once the sender has settled it MINED. */
+function settledTransaction(orderId: string, action: string): Promise<{ status: string; tx_hash: string }> {
+  return waitFor(`the ${action} of ${orderId} settled`, async () => {
+    const { rows } = await stack.service.pool.query<{ status: string; tx_hash: string }>("SELECT status, tx_hash FROM chain_transactions WHERE order_id = $1 AND action = $2", [orderId, action]);
+    return rows[0]?.status === "MINED" ? rows[0] : undefined;
+  });
+}
+
+/**
+ * A LOCKED order disputed by `by`, then (after `snapshot`) resolved NO_FAULT_RETRY: LOCKED again, its
+ * resolution settled. Going back to `snapshot` removes the resolution beyond the confirmations.
+ */
+async function resolvedAfterSnapshot(by: "BUYER" | "SELLER"): Promise<{ order: Order; snapshot: unknown; resolution: { tx_hash: string } }> {
   const order = await lockedOrder();
-  const dispute = await stack.service.api("POST", `/sandbox/orders/${order.id}/dispute`, { key: stack.partner.apiKey, body: { by: "BUYER" } });
+  const dispute = await stack.service.api("POST", `/sandbox/orders/${order.id}/dispute`, { key: stack.partner.apiKey, body: { by } });
   assert.equal(dispute.status, 200, JSON.stringify(dispute.body));
   await indexed(order.escrowOrderId, "DisputeOpened", 1);
   await confirmed(order, "DISPUTED");
@@ -299,10 +307,15 @@ test("beyond the confirmations: a release asked for before the order's removed d
   assert.equal(resolved.status, 200, JSON.stringify(resolved.body));
   await indexed(order.escrowOrderId, "DisputeResolved", 1);
   await confirmed(order, "LOCKED");
-  await waitFor("the resolution settled", async () => {
-    const { rows } = await stack.service.pool.query<{ status: string }>("SELECT status FROM chain_transactions WHERE order_id = $1 AND action = 'resolveDispute'", [order.id]);
-    return rows[0]?.status === "MINED" ? true : undefined;
-  });
+  return { order, snapshot, resolution: await settledTransaction(order.id, "resolveDispute") };
+}
+
+// Found by the chaos run in CI: a dispute's resolution (NO_FAULT_RETRY, the escrow Locked again) removed
+// beyond the confirmations, and the order, LOCKED by it, paid and asking for its release before the
+// resolution was mined again. The escrow, Disputed on the new branch, refused the release; the sender gave
+// it up (SKIPPED) and the order stayed PENDING_RELEASE for good once the resolution came back.
+test("beyond the confirmations: a release asked for before the order's removed dispute resolution is mined again waits for it, then is mined once", async () => {
+  const { order, snapshot } = await resolvedAfterSnapshot("BUYER");
 
   // The resolution's blocks replaced by a longer branch; the sender's broadcast of it again waits in the
   // mempool until the test mines.
@@ -333,25 +346,10 @@ test("beyond the confirmations: a release asked for before the order's removed d
 });
 
 test("beyond the confirmations: a release sent again and reverted before the order's removed dispute resolution was mined again is signed anew after it, and mined once", async () => {
-  const order = await lockedOrder();
-  const dispute = await stack.service.api("POST", `/sandbox/orders/${order.id}/dispute`, { key: stack.partner.apiKey, body: { by: "SELLER" } });
-  assert.equal(dispute.status, 200, JSON.stringify(dispute.body));
-  await indexed(order.escrowOrderId, "DisputeOpened", 1);
-  await confirmed(order, "DISPUTED");
-
-  const snapshot = await node.rpc("evm_snapshot");
-  const resolved = await stack.service.admin("POST", `/orders/${order.id}/resolve`, { outcome: "NO_FAULT_RETRY" });
-  assert.equal(resolved.status, 200, JSON.stringify(resolved.body));
-  await indexed(order.escrowOrderId, "DisputeResolved", 1);
-  await confirmed(order, "LOCKED");
+  const { order, snapshot, resolution } = await resolvedAfterSnapshot("SELLER");
   await acted(order, "pay", "Released");
   await confirmed(order, "COMPLETED");
-  const settled = async (action: string) => {
-    const { rows } = await stack.service.pool.query<{ status: string; tx_hash: string }>("SELECT status, tx_hash FROM chain_transactions WHERE order_id = $1 AND action = $2", [order.id, action]);
-    return rows[0]?.status === "MINED" ? rows[0] : undefined;
-  };
-  const resolution = await waitFor("the resolution settled", () => settled("resolveDispute"));
-  const release = await waitFor("the release settled", () => settled("confirmPayment"));
+  const release = await settledTransaction(order.id, "confirmPayment");
 
   // Both removed; the sender broadcasts both again. The resolution is dropped from the mempool, so the
   // release is mined first, on an escrow Disputed again: it reverts.

@@ -9,15 +9,13 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import pg from "pg";
-import { startJobs, type PgBoss } from "../../src/jobs/boss.ts";
+import { startJobs, SUPERVISE_INTERVAL_SECONDS, type PgBoss } from "../../src/jobs/boss.ts";
 import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, createOrderQueues, DELIVERY_QUEUE, ensureDeliveryQueues, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/queues.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { waitFor } from "../support/trade-stack.ts";
 
 const QUEUES = [ORDER_TIMER_QUEUE, CHAIN_SEND_QUEUE, CHAIN_CONFIRM_QUEUE, PAYMENT_VERIFY_QUEUE, DELIVERY_QUEUE];
-/** pg-boss's supervisor interval in the service (src/jobs/boss.ts). */
-const SWEEP_SECONDS = 10;
 const workerScript = fileURLToPath(new URL("./support/holding-worker-process.ts", import.meta.url));
 
 let database: { url: string; drop(): Promise<void> };
@@ -82,6 +80,6 @@ test("a job held by a killed worker is given back for its missed heartbeat, befo
       return rows[0] && rows[0].state !== "active" ? rows[0] : undefined;
     }, 60_000);
     assert.equal(job.state, "retry", queue);
-    assert.equal(job.output?.value?.message, setting.heartbeat_seconds + SWEEP_SECONDS < setting.expire_seconds ? "job heartbeat timeout" : "job timed out", queue);
+    assert.equal(job.output?.value?.message, setting.heartbeat_seconds + SUPERVISE_INTERVAL_SECONDS < setting.expire_seconds ? "job heartbeat timeout" : "job timed out", queue);
   }
 });

@@ -51,6 +51,18 @@ test("far from the limit a request is counted in memory: after the window's firs
   assert.equal((await limits.count(bucket, 1000)).remaining, 1000 - 51);
 });
 
+test("the first requests of many windows that arrive together reach the database in one statement", async () => {
+  let statements = 0;
+  const counting = { query: ((...args: Parameters<Pool["query"]>) => ((statements += 1), pool.query(...args))) as Pool["query"] };
+  const limits = createRateLimits({ db: counting, clock, flushIntervalMs: 3_600_000 });
+  instances.push(limits);
+  const buckets = Array.from({ length: 200 }, newBucket);
+  const windows = await Promise.all(buckets.map((bucket) => limits.count(bucket, 60)));
+  assert.equal(statements, 1);
+  assert.ok(windows.every((window) => !window.exceeded && window.remaining === 59));
+  assert.deepEqual(await Promise.all(buckets.map(sharedCount)), buckets.map(() => 1));
+});
+
 test("one instance never admits more than the limit, however many requests arrive at once", async () => {
   const limits = instance();
   for (const limit of [7, 100, 1000]) {

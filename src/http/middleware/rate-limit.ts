@@ -176,6 +176,27 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
     }
   }
 
+  /**
+   * Windows whose requests wait for their count to reach the database, sent together once the event
+   * loop has read what else arrived: a flood from many addresses (each address's first request of a
+   * window waits for its shared total) costs a statement per loop turn rather than one per address.
+   */
+  const awaitingFlush = new Set<WindowState>();
+  let flushScheduled = false;
+
+  function flushSoon(state: WindowState): void {
+    awaitingFlush.add(state);
+    if (flushScheduled) return;
+    flushScheduled = true;
+    setImmediate(() => {
+      flushScheduled = false;
+      const idle = [...awaitingFlush].filter((waiting) => !waiting.flushing && waiting.pending > 0);
+      for (const waiting of awaitingFlush) if (waiting.flushing) void flushOne(waiting).catch(() => undefined);
+      awaitingFlush.clear();
+      if (idle.length > 0) void track(idle, send(idle)).catch(() => undefined);
+    });
+  }
+
   /** Flushes one window now, or right after the flush of it in flight. */
   function flushOne(state: WindowState): Promise<void> {
     if (state.flushing) return state.flushing.then(() => (state.pending > 0 ? flushOne(state) : undefined));
@@ -222,7 +243,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
       if (state.read && (known >= limit || limit - (known + 1) >= syncMargin(limit))) return windowOf(known + 1, limit, windowStart, now);
       const position = state.pending;
       const counted = new Promise<number>((resolve, reject) => state.waiters.push({ position, resolve, reject }));
-      void flushOne(state).catch(() => undefined);
+      flushSoon(state);
       return windowOf(await counted, limit, windowStart, now);
     },
 

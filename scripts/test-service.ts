@@ -14,7 +14,7 @@ import path from "node:path";
 import { connectable, startEmbeddedPostgres, type EmbeddedDatabase } from "../src/stack/embedded-postgres.ts";
 import { createLogger } from "../src/logger.ts";
 import { repoRoot } from "../src/paths.ts";
-import { withCompileCache } from "../src/stack/compile-cache.ts";
+import { withCompileCache } from "../src/stack/node-runtime.ts";
 import { chromiumExecutable } from "../test/support/chromium.ts";
 import { TEST_SERVER_URL } from "../test/support/database.ts";
 

@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { insertBulkOrders, insertOpenOrderTimers, withIndexesRebuilt, withServiceQueues } from "../lib/bulk.ts";
-import { spawnReady, type ReadyChild } from "../lib/child.ts";
+import { spawnService, type ReadyChild } from "../lib/child.ts";
 import { hammer } from "../lib/load.ts";
 import { BENCH_REQUESTS_PER_MINUTE, ensureUser, quoteAndOrder, type BenchStack, type Json, type Partner } from "../lib/stack.ts";
 import { median, nowMs, round } from "../lib/stats.ts";
@@ -46,7 +46,7 @@ async function copyIndexerTables(stack: BenchStack, pool: pg.Pool): Promise<void
 /** A service process on `databaseUrl`, the stack's chain and indexer schema, with the stack's settings. */
 function serviceOn(stack: BenchStack, databaseUrl: string): Promise<ReadyChild> {
   const spec: ServiceProcessSpec = { env: stack.serviceEnv, databaseUrl, indexerSchema: stack.chain.indexerSchema, chain: stack.chain.chainSettings };
-  return spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) });
+  return spawnService(spec);
 }
 
 /** Milliseconds from spawn to ready (migrations and boot work included) of `STARTS` fresh starts; the last one keeps running. */

@@ -6,7 +6,8 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 
 import { repoRoot } from "../../src/paths.ts";
-import { withCompileCache } from "../../src/stack/compile-cache.ts";
+import { serviceNodeFlags, withCompileCache } from "../../src/stack/node-runtime.ts";
+import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
 
 export { repoRoot };
 
@@ -96,4 +97,9 @@ export async function spawnReady(script: string, env: Record<string, string>, op
       clearTimeout(timer);
     },
   };
+}
+
+/** The service in a process of its own (test/support/service-process.ts), with the Node flags `npm start` gives it. */
+export function spawnService(spec: ServiceProcessSpec, nodeArgs: string[] = []): Promise<ReadyChild> {
+  return spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) }, { nodeArgs: [...serviceNodeFlags(), ...nodeArgs] });
 }

@@ -7,7 +7,7 @@ import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
 import { ADMIN_TOKEN } from "../../test/support/constants.ts";
 import { startChainStack, type ChainStack } from "../../test/support/chain-stack.ts";
 import { SELLER_CLABE } from "../../test/support/constants.ts";
-import { spawnReady, type ReadyChild } from "./child.ts";
+import { spawnService, type ReadyChild } from "./child.ts";
 import { startReceiver, type WebhookReceiver } from "./receiver.ts";
 
 export type Json = Record<string, unknown>;
@@ -97,7 +97,7 @@ export async function startBenchStack(log: (line: string) => void): Promise<Benc
     let nodeArgs: string[] = [];
     const serviceReadyAtUs = new Map<number, number>();
     const startService = async () => {
-      const started = await spawnReady("test/support/service-process.ts", { OFFRAMP_TEST_SERVICE: JSON.stringify(spec) }, { nodeArgs });
+      const started = await spawnService(spec, nodeArgs);
       serviceReadyAtUs.set(started.pid, started.readyAtUs);
       return started;
     };

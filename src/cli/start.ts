@@ -8,10 +8,10 @@
 import { spawn } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
-import { withCompileCache } from "../stack/compile-cache.ts";
+import { serviceNodeFlags, withCompileCache } from "../stack/node-runtime.ts";
 
 const stack = fileURLToPath(new URL("../stack/start-stack.ts", import.meta.url));
-const child = spawn(process.execPath, [...process.execArgv, stack, ...process.argv.slice(2)], {
+const child = spawn(process.execPath, [...process.execArgv, ...serviceNodeFlags(), stack, ...process.argv.slice(2)], {
   detached: true,
   stdio: ["ignore", "inherit", "inherit"],
   env: withCompileCache({ ...process.env, OFFRAMP_START_RELAY_PID: String(process.pid) }),

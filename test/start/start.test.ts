@@ -13,6 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createTestDatabase } from "../support/database.ts";
 import { SELLER_CLABE } from "../support/trade-stack.ts";
 import { repoRoot } from "../../src/paths.ts";
+import { SERVICE_SEMI_SPACE_MIB } from "../../src/stack/node-runtime.ts";
 
 
 /** Settings a developer's shell may hold that would change what `npm start` does. */
@@ -252,6 +253,9 @@ describe("npm start", () => {
     const health = await api<{ status: string; partner: string }>(printed, "GET", "/health");
     assert.equal(health.status, 200);
     assert.equal(health.body.partner, "Demo Partner");
+    // The service's process runs with V8's young generation capped (src/stack/node-runtime.ts).
+    const serviceCommand = descendants(first.child.pid!).map(commandOf).find((command) => command.includes("start-stack.ts"));
+    assert.match(serviceCommand ?? "", new RegExp(` --max-semi-space-size=${SERVICE_SEMI_SPACE_MIB} \\S*start-stack\\.ts`));
     const partners = await fetch(`${printed.base}/admin/v1/partners`, { headers: { Authorization: `Bearer ${printed.adminToken}` } });
     assert.equal(partners.status, 200);
     // The demo partner's dashboard owner signs in with the printed email and password.

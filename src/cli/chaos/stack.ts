@@ -20,6 +20,7 @@ import { testUsdcAbi } from "../../chain/escrow-abi.ts";
 import { createPublicClient, createWalletClient, http as viemHttp } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { repoRoot } from "../../paths.ts";
+import { serviceNodeFlags } from "../../stack/node-runtime.ts";
 import { INTERVAL_MINING, startChaosPostgres, startIntervalMining, startRpcFaults, type ChaosPostgres, type FaultName, type RpcFaults } from "./faults.ts";
 
 const serviceScript = path.join(repoRoot, "src/cli/chaos/service-process.ts");
@@ -228,7 +229,7 @@ function serviceChild(options: { env: Record<string, string>; logFile: string })
     crashes,
     async start() {
       expectingExit = false;
-      const proc = spawn(process.execPath, ["--no-deprecation", serviceScript], {
+      const proc = spawn(process.execPath, ["--no-deprecation", ...serviceNodeFlags(), serviceScript], {
         cwd: repoRoot,
         env: { ...process.env, ...options.env },
         stdio: ["ignore", "pipe", "pipe"],

@@ -13,6 +13,9 @@ class AttemptLostError extends Error {}
 /** Workers of the verification queue in each instance: the CEP portal lookups in flight at once. */
 export const PAYMENT_VERIFY_CONCURRENCY = 2;
 
+/** The LOCKED orders with payment reports being verified; served by the partial index of migration 1764500000400, whose predicate is this one. */
+export const ORDERS_VERIFYING_PAYMENTS = `SELECT id FROM orders WHERE status = 'LOCKED' AND jsonb_array_length(coalesce(machine_snapshot->'context'->'verifyingPayments', '[]'::jsonb)) > 0`;
+
 /**
  * Where each of the order's reports under verification stands: the progress carried by the job for those
  * still being verified, and a first attempt due now for any reported since. Reports no longer being
@@ -139,9 +142,7 @@ export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool:
   // Orders whose reports are being verified but that have no job: their job was lost with a queue
   // recreated under the per-order policy (jobs/queues.ts), or failed for good. An order that has one is
   // left alone (exclusive by order id).
-  const { rows } = await pool.query<{ id: string }>(
-    `SELECT id FROM orders WHERE status = 'LOCKED' AND jsonb_array_length(coalesce(machine_snapshot->'context'->'verifyingPayments', '[]'::jsonb)) > 0`,
-  );
+  const { rows } = await pool.query<{ id: string }>(ORDERS_VERIFYING_PAYMENTS);
   for (const { id } of rows) await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: id } satisfies PaymentVerificationJob, { singletonKey: id });
   await boss.work<PaymentVerificationJob>(
     PAYMENT_VERIFY_QUEUE,

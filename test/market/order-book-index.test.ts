@@ -5,26 +5,24 @@
 // change that moves an order into or out of the book, read right after the change commits.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { insertBulkOrders } from "../../bench/lib/bulk.ts";
 import type { Queryable } from "../../src/db/pool.ts";
 import { orderBook } from "../../src/market/order-book.ts";
 import { DEPOSIT_HELD } from "../../src/orders/queries.ts";
 import type { TestService } from "../support/service.ts";
-import { placeOrder, startOfflineOrderService } from "../support/trade-stack.ts";
+import { startServiceWithBulkOrders } from "../support/bulk-orders.ts";
 
 let service: TestService;
 before(async () => {
-  service = await startOfflineOrderService();
-  const partner = await service.createPartner({ name: "Book Partner", tier: "ENTERPRISE" });
-  const template = await placeOrder({ service, partner });
-  const mix = [
-    { status: "COMPLETED", percent: 85 },
-    { status: "ACTIVE", percent: 5 },
-    { status: "EXPIRED", percent: 5 },
-    { status: "REFUNDED", percent: 5 },
-  ] as const;
-  await insertBulkOrders(service.pool, { partnerId: partner.id, templateOrderId: template.id, count: 20_000, users: 400, tag: "book", mix: [...mix], spreadHours: 48 });
-  await service.pool.query("ANALYZE orders");
+  service = await startServiceWithBulkOrders({
+    partnerName: "Book Partner",
+    tag: "book",
+    mix: [
+      { status: "COMPLETED", percent: 85 },
+      { status: "ACTIVE", percent: 5 },
+      { status: "EXPIRED", percent: 5 },
+      { status: "REFUNDED", percent: 5 },
+    ],
+  });
 });
 after(async () => {
   await service?.close();

@@ -63,6 +63,19 @@ test("the first requests of many windows that arrive together reach the database
   assert.deepEqual(await Promise.all(buckets.map(sharedCount)), buckets.map(() => 1));
 });
 
+test("while the database is down the first requests of many windows fail together, and their counts reach it once it is back", async () => {
+  let down = true;
+  const failing = { query: ((...args: Parameters<Pool["query"]>) => (down ? Promise.reject(new Error("database down")) : pool.query(...args))) as Pool["query"] };
+  const limits = createRateLimits({ db: failing, clock, flushIntervalMs: 3_600_000 });
+  instances.push(limits);
+  const buckets = Array.from({ length: 20 }, newBucket);
+  const answers = await Promise.allSettled(buckets.map((bucket) => limits.count(bucket, 60)));
+  assert.ok(answers.every((answer) => answer.status === "rejected"));
+  down = false;
+  await limits.flush();
+  assert.deepEqual(await Promise.all(buckets.map(sharedCount)), buckets.map(() => 1));
+});
+
 test("one instance never admits more than the limit, however many requests arrive at once", async () => {
   const limits = instance();
   for (const limit of [7, 100, 1000]) {

@@ -4,23 +4,21 @@
 // (the bench's bulk insert), a fifth of them LOCKED, ANALYZE, then EXPLAIN of that very statement.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { insertBulkOrders } from "../../bench/lib/bulk.ts";
 import { ORDERS_VERIFYING_PAYMENTS } from "../../src/workers/payment-verification.ts";
 import type { TestService } from "../support/service.ts";
-import { placeOrder, startOfflineOrderService } from "../support/trade-stack.ts";
+import { startServiceWithBulkOrders } from "../support/bulk-orders.ts";
 
 let service: TestService;
 before(async () => {
-  service = await startOfflineOrderService();
-  const partner = await service.createPartner({ name: "Verification Partner", tier: "ENTERPRISE" });
-  const template = await placeOrder({ service, partner });
-  const mix = [
-    { status: "COMPLETED", percent: 75 },
-    { status: "LOCKED", percent: 20 },
-    { status: "EXPIRED", percent: 5 },
-  ] as const;
-  await insertBulkOrders(service.pool, { partnerId: partner.id, templateOrderId: template.id, count: 20_000, users: 400, tag: "verifying", mix: [...mix], spreadHours: 48 });
-  await service.pool.query("ANALYZE orders");
+  service = await startServiceWithBulkOrders({
+    partnerName: "Verification Partner",
+    tag: "verifying",
+    mix: [
+      { status: "COMPLETED", percent: 75 },
+      { status: "LOCKED", percent: 20 },
+      { status: "EXPIRED", percent: 5 },
+    ],
+  });
 });
 after(async () => {
   await service?.close();
@@ -36,15 +34,13 @@ test("the LOCKED orders with payments being verified are read from their own ind
 test("an order whose payment report is being verified is found, and one whose verification ended is not", async () => {
   const { rows: locked } = await service.pool.query<{ id: string }>("SELECT id FROM orders WHERE status = 'LOCKED' ORDER BY id LIMIT 2");
   const [verifying, ended] = locked.map((row) => row.id);
-  const reports = (count: number) => JSON.stringify(Array.from({ length: count }, (_, i) => ({ cepTrackingKey: `TRACK${i}` })));
-  await service.pool.query(
-    "UPDATE orders SET machine_snapshot = jsonb_set(machine_snapshot, '{context,verifyingPayments}', $2::jsonb) WHERE id = $1",
-    [verifying, reports(1)],
-  );
-  await service.pool.query(
-    "UPDATE orders SET machine_snapshot = jsonb_set(machine_snapshot, '{context,verifyingPayments}', $2::jsonb) WHERE id = $1",
-    [ended, reports(0)],
-  );
+  const setReports = (orderId: string, count: number) =>
+    service.pool.query("UPDATE orders SET machine_snapshot = jsonb_set(machine_snapshot, '{context,verifyingPayments}', $2::jsonb) WHERE id = $1", [
+      orderId,
+      JSON.stringify(Array.from({ length: count }, (_, i) => ({ cepTrackingKey: `TRACK${i}` }))),
+    ]);
+  await setReports(verifying!, 1);
+  await setReports(ended!, 0);
   const { rows } = await service.pool.query<{ id: string }>(ORDERS_VERIFYING_PAYMENTS);
   assert.deepEqual(rows.map((row) => row.id), [verifying]);
 });

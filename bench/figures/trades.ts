@@ -10,7 +10,7 @@ import { unsanctionedSandboxAccounts } from "../../src/stack/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
 import { closedLoop, RefusedRequestsError, requireNoFailures, type ClosedLoopResult } from "../lib/load.ts";
 import { median, nowMs, percentile, round } from "../lib/stats.ts";
-import { ensureUser, quoteAndOrder, waitForStatus, type BenchStack, type Partner } from "../lib/stack.ts";
+import { ensureUser, quoteAndOrder, type BenchStack, type Partner } from "../lib/stack.ts";
 import { meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 
 const STEP_TIMEOUT_MS = 60_000;
@@ -99,7 +99,7 @@ export async function runTrades(
     const deposit = await sellers[worker]!.send(chainSettings.escrowAddress, depositCall(terms, signature), GAS.deposit);
     await assertMined(rpc, deposit);
     t = mark("deposit", t);
-    await waitForStatus(stack.pool, order.id, "ACTIVE", STEP_TIMEOUT_MS);
+    await stack.receiver.waitFor(order.id, "order.deposit_confirmed", STEP_TIMEOUT_MS);
     t = mark("toActive", t);
     // The buyer's permit, signed by the service key as the market API would (outside the timing's
     // meaning: a signature is a fraction of a millisecond).
@@ -108,13 +108,13 @@ export async function runTrades(
     const lock = await buyer.send(chainSettings.escrowAddress, lockCall(permit, await permitSigner.signLockPermit(permit)), GAS.lock);
     await assertMined(rpc, lock);
     t = mark("lock", t);
-    await waitForStatus(stack.pool, order.id, "LOCKED", STEP_TIMEOUT_MS);
+    await stack.receiver.waitFor(order.id, "order.locked", STEP_TIMEOUT_MS);
     t = mark("toLocked", t);
     if (!payAvailable) return;
     const pay = await instance.api(partner.apiKey, "POST", `/sandbox/orders/${order.id}/pay`, {});
     if (pay.status !== 200) throw new Error(`pay ${pay.status} ${JSON.stringify(pay.body)}`);
     t = mark("pay", t);
-    await waitForStatus(stack.pool, order.id, "COMPLETED", STEP_TIMEOUT_MS);
+    await stack.receiver.waitFor(order.id, "order.completed", STEP_TIMEOUT_MS);
     mark("toCompleted", t);
   });
   log(`${trades.units} trades to ${finalStatus} in ${trades.elapsedSeconds} s: ${trades.unitsPerSecond} trades/s, p50 ${trades.latencyMs.p50} ms (failures ${trades.failures})`);
@@ -169,7 +169,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   if (reverted > 0) throw new RefusedRequestsError("raw escrow deposits (reference)", `${reverted} of ${hashes.length} were not successful`);
 
   const notes = [
-    `${pipelines} concurrent pipelines, each running one trade at a time: POST /quotes + POST /orders (${AMOUNT_USDC} USDC), the deposit sent by the pipeline's own seller wallet (funded with test USDC, unlimited allowance given once) with the API's signed terms, wait for ACTIVE, the lock sent by the pipeline's buyer (pipeline i uses sandbox wallet i % ${buyers}; the ${buyers} buyer wallets are shared by the pipelines, each wallet's sends queued one after another so no two take the same nonce), wait for LOCKED, POST /sandbox/orders/:id/pay, wait for COMPLETED (the service verifies the CEP with the portal simulator, sends confirmPayment, and the indexer reports Released). Status is read from the database every 20 ms.`,
+    `${pipelines} concurrent pipelines, each running one trade at a time: POST /quotes + POST /orders (${AMOUNT_USDC} USDC), the deposit sent by the pipeline's own seller wallet (funded with test USDC, unlimited allowance given once) with the API's signed terms, wait for ACTIVE, the lock sent by the pipeline's buyer (pipeline i uses sandbox wallet i % ${buyers}; the ${buyers} buyer wallets are shared by the pipelines, each wallet's sends queued one after another so no two take the same nonce), wait for LOCKED, POST /sandbox/orders/:id/pay, wait for COMPLETED (the service verifies the CEP with the portal simulator, sends confirmPayment, and the indexer reports Released). Each wait ends when the partner's webhook for that status arrives (order.deposit_confirmed, order.locked, order.completed), as a partner learns it; the bench no longer reads the status from the database every 20 ms, which on these 2 cores was 122 statements a trade, 42% of all PostgreSQL ran during the figure (2026-11-27).`,
     PIPELINES_CHOICE,
     "Each stage's median is in the figure's detail (ms): toActive, toLocked and toCompleted are the service's share (indexer, event consumer, payment verification and release queues, the release transaction), the rest the bench's own calls and transactions.",
     `Reference: ${hashes.length} escrow deposits (each its own block under automine) sent by ${pipelines} wallets, each sending its next as soon as the node answered the previous one; terms signed beforehand, outside the timing.`,

@@ -168,14 +168,3 @@ export async function quoteAndOrder(stack: Pick<BenchStack, "api">, partner: Par
   if (order.status !== 201) throw new Error(`order: ${order.status} ${JSON.stringify(order.body)}`);
   return order.body;
 }
-
-/** Polls the order's status in the database (cheap, no API load) until it is `status`. */
-export async function waitForStatus(pool: pg.Pool, orderId: string, status: string, timeoutMs: number, intervalMs = 20): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await pool.query<{ status: string }>("SELECT status FROM orders WHERE id = $1", [orderId]);
-    if (rows[0]?.status === status) return;
-    if (Date.now() > deadline) throw new Error(`order ${orderId} not ${status} within ${timeoutMs} ms (is ${rows[0]?.status})`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}

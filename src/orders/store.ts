@@ -1,6 +1,6 @@
 import { initialTransition, transition } from "xstate";
 import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
-import { withTransaction } from "../db/pool.ts";
+import { prepared, withTransaction } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { orderMachine, type ChainAction, type DisputeOutcome, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
 import { PermanentError } from "../domain/errors.ts";
@@ -136,7 +136,7 @@ export async function startOrderActor(
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
   const update = withTimeline("UPDATE orders SET machine_snapshot = $2, status = $3 WHERE id = $1 RETURNING id", [order.id, JSON.stringify({ value: status, context: snapshot.context }), status], effects);
-  await tx.query(update.text, update.values);
+  await tx.query(prepared(update.text, update.values));
   await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
 }
 
@@ -157,11 +157,13 @@ export async function applyOrderEvent(
     // (the event replayed) leaves the order as it is.
     const mark = options.chainEvent;
     const { rows } = await tx.query<ActorRow & { fresh: boolean }>(
-      `WITH mark AS (INSERT INTO applied_chain_events (event_id, order_id, indexer_schema, block_number, event_name, transaction_hash)
-                     SELECT $2, $1, $3, $4, $5, $6 WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING RETURNING 1)
-       SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version, $2::text IS NULL OR EXISTS (SELECT 1 FROM mark) AS fresh
-         FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR UPDATE OF o`,
-      [orderId, mark?.id ?? null, mark?.indexerSchema ?? null, mark?.blockNumber ?? null, mark?.eventName ?? null, mark?.txHash ?? null],
+      prepared(
+        `WITH mark AS (INSERT INTO applied_chain_events (event_id, order_id, indexer_schema, block_number, event_name, transaction_hash)
+                       SELECT $2, $1, $3, $4, $5, $6 WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING RETURNING 1)
+         SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version, $2::text IS NULL OR EXISTS (SELECT 1 FROM mark) AS fresh
+           FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR UPDATE OF o`,
+        [orderId, mark?.id ?? null, mark?.indexerSchema ?? null, mark?.blockNumber ?? null, mark?.eventName ?? null, mark?.txHash ?? null],
+      ),
     );
     const row = rows[0];
     if (!row) throw new PermanentError(`order ${orderId} does not exist`);
@@ -181,7 +183,7 @@ export async function applyOrderEvent(
       sets.push(`${column} = $${values.length}`);
     }
     const update = withTimeline(`UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values, effects);
-    const updated = await tx.query<{ updated: number }>(update.text, update.values);
+    const updated = await tx.query<{ updated: number }>(prepared(update.text, update.values));
     if (updated.rows[0]!.updated !== 1) throw new Error(`order ${orderId} changed under its lock`);
     await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
     return { orderId, changed: true, status, version, replayed: false };

@@ -4,7 +4,7 @@ import { eventTable, INDEXER_TABLES, qualifiedTable, readIndexerHead, type Index
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
-import { withTransaction } from "../db/pool.ts";
+import { prepared, withTransaction } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { DisputeOutcome, OrderEvent, RefundReason, ReplaceableTxHash } from "../orders/machine.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
@@ -201,7 +201,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
 
   /** The buyer's KYC screening found a sanctions or PEP match: it is stopped as a listed wallet is. */
   async function kycFlagged(tx: PoolClient, wallet: string): Promise<boolean> {
-    const { rows } = await tx.query<{ flagged: boolean }>("SELECT is_sanctioned OR is_pep AS flagged FROM buyers WHERE wallet = lower($1)", [wallet]);
+    const { rows } = await tx.query<{ flagged: boolean }>(prepared("SELECT is_sanctioned OR is_pep AS flagged FROM buyers WHERE wallet = lower($1)", [wallet]));
     return rows[0]?.flagged ?? false;
   }
 
@@ -217,7 +217,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   async function applyEvent(tx: PoolClient, row: EscrowEventRow): Promise<boolean> {
     const event = await withLockFacts(tx, toOrderEvent(row));
     if (!event || !row.order_id) return false;
-    const { rows } = await tx.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]);
+    const { rows } = await tx.query<{ id: string }>(prepared("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]));
     const orderId = rows[0]?.id;
     if (!orderId) {
       logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
@@ -260,9 +260,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
 
   async function moveCursor(tx: PoolClient, block: string, logIndex: number, blockHash: string | null): Promise<void> {
     await tx.query(
-      `INSERT INTO chain_cursor (name, block_number, log_index, block_hash) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, block_hash = EXCLUDED.block_hash, updated_at = now()`,
-      [indexerSchema, block, logIndex, blockHash],
+      prepared(
+        `INSERT INTO chain_cursor (name, block_number, log_index, block_hash) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, block_hash = EXCLUDED.block_hash, updated_at = now()`,
+        [indexerSchema, block, logIndex, blockHash],
+      ),
     );
   }
 
@@ -320,25 +322,27 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     let rows: (EscrowEventRow & { cursor_lost: boolean; cursor_block: string })[];
     try {
       ({ rows } = await pool.query(
-        `WITH head AS (SELECT block_number FROM ${qualifiedTable(indexerSchema, INDEXER_TABLES.head)} ORDER BY chain_id LIMIT 1),
-              saved AS (SELECT block_number, log_index, block_hash FROM chain_cursor WHERE name = $1),
-              cursor AS (SELECT coalesce((SELECT block_number FROM saved), -1) AS block_number,
-                                coalesce((SELECT log_index FROM saved), -1) AS log_index,
-                                (SELECT block_hash FROM saved) AS block_hash),
-              judged AS (SELECT cursor.*, cursor.block_hash IS NOT NULL AND cursor.block_number <= head.block_number
-                                AND NOT EXISTS (SELECT 1 FROM ${table} k WHERE k.block_number = cursor.block_number
-                                                AND k.log_index = cursor.log_index AND k.block_hash = cursor.block_hash) AS lost,
-                                head.block_number AS head_block
-                           FROM cursor, head)
-         SELECT judged.lost AS cursor_lost, judged.block_number AS cursor_block,
-                e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args
-           FROM judged
-           LEFT JOIN LATERAL (
-             SELECT * FROM ${table} e
-              WHERE NOT judged.lost AND (e.block_number, e.log_index) > (judged.block_number, judged.log_index)
-                AND e.block_number <= judged.head_block - $2::int
-              ORDER BY e.block_number, e.log_index LIMIT $3) e ON true`,
-        [indexerSchema, confirmations, batchSize],
+        prepared(
+          `WITH head AS (SELECT block_number FROM ${qualifiedTable(indexerSchema, INDEXER_TABLES.head)} ORDER BY chain_id LIMIT 1),
+                saved AS (SELECT block_number, log_index, block_hash FROM chain_cursor WHERE name = $1),
+                cursor AS (SELECT coalesce((SELECT block_number FROM saved), -1) AS block_number,
+                                  coalesce((SELECT log_index FROM saved), -1) AS log_index,
+                                  (SELECT block_hash FROM saved) AS block_hash),
+                judged AS (SELECT cursor.*, cursor.block_hash IS NOT NULL AND cursor.block_number <= head.block_number
+                                  AND NOT EXISTS (SELECT 1 FROM ${table} k WHERE k.block_number = cursor.block_number
+                                                  AND k.log_index = cursor.log_index AND k.block_hash = cursor.block_hash) AS lost,
+                                  head.block_number AS head_block
+                             FROM cursor, head)
+           SELECT judged.lost AS cursor_lost, judged.block_number AS cursor_block,
+                  e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args
+             FROM judged
+             LEFT JOIN LATERAL (
+               SELECT * FROM ${table} e
+                WHERE NOT judged.lost AND (e.block_number, e.log_index) > (judged.block_number, judged.log_index)
+                  AND e.block_number <= judged.head_block - $2::int
+                ORDER BY e.block_number, e.log_index LIMIT $3) e ON true`,
+          [indexerSchema, confirmations, batchSize],
+        ),
       ));
     } catch (error) {
       if ((error as { code?: string }).code === "42P01") return []; // the indexer has not created its tables yet

@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/pool.ts";
+import { prepared, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import { ORDER_EVENT_TYPES, type EventType } from "../orders/machine.ts";
@@ -59,13 +59,15 @@ export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { bo
   // The order's owner and the event's sequence in one round trip (the counter moves only for an order
   // that exists; a mismatch below throws, which rolls the caller's transaction back with it).
   const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null; sequence: number }>(
-    `WITH owner AS (SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
-          counter AS (
-            INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT $1, 1 FROM owner
-            ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
-            RETURNING last_sequence)
-     SELECT owner.partner_id, owner.webhook_url, counter.last_sequence AS sequence FROM owner, counter`,
-    [event.orderId],
+    prepared(
+      `WITH owner AS (SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
+            counter AS (
+              INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT $1, 1 FROM owner
+              ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
+              RETURNING last_sequence)
+       SELECT owner.partner_id, owner.webhook_url, counter.last_sequence AS sequence FROM owner, counter`,
+      [event.orderId],
+    ),
   );
   const owner = owners[0];
   if (!owner) throw new Error(`Order ${event.orderId} does not exist`);
@@ -83,17 +85,19 @@ export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { bo
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
   const eventValues = [eventId, event.partnerId, event.orderId, sequence, event.eventType, event.status, body, occurredAt];
   if (!owner.webhook_url) {
-    await tx.query(insertEvent, eventValues);
+    await tx.query(prepared(insertEvent, eventValues));
     return { eventId, sequence, deliveryId: null, body };
   }
 
   // The event and its delivery record in one statement.
   const deliveryId = newId("whd");
   await tx.query(
-    `WITH recorded AS (${insertEvent} RETURNING id)
+    prepared(
+      `WITH recorded AS (${insertEvent} RETURNING id)
      INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
      SELECT $9, recorded.id, $2, $3, $4, $5, $10, clock_timestamp() FROM recorded`,
-    [...eventValues, deliveryId, MAX_ATTEMPTS],
+      [...eventValues, deliveryId, MAX_ATTEMPTS],
+    ),
   );
   await enqueueAttempt(boss, tx, { deliveryId, series: 1, attempt: 1 });
   return { eventId, sequence, deliveryId, body };

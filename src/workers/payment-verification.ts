@@ -1,5 +1,5 @@
 import type { Job } from "pg-boss";
-import { withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
+import { prepared, withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { samePayment, type OrderContext, type OrderStatus, type PaymentReportId } from "../orders/machine.ts";
 import type { AttemptOutcome, PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
@@ -42,8 +42,10 @@ interface OrderReports {
 /** The order's status and reports being verified; `lock` takes its row lock (in a transaction). */
 async function readOrder(db: Queryable, orderId: string, lock: boolean): Promise<OrderReports | undefined> {
   const { rows } = await db.query<{ status: OrderStatus; machine_snapshot: { context: OrderContext } }>(
-    `SELECT status, machine_snapshot FROM orders WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
-    [orderId],
+    prepared(
+      `SELECT status, machine_snapshot FROM orders WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
+      [orderId],
+    ),
   );
   const row = rows[0];
   if (!row) return undefined;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Job, JobResult } from "pg-boss";
-import { withTransaction, type Pool, type PoolClient } from "../db/pool.ts";
+import { prepared, withTransaction, type Pool, type PoolClient } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
 import { closeWebhookConnections, postWebhook, type WebhookResponse } from "../webhooks/http-sender.ts";
@@ -156,22 +156,24 @@ class DeliveryDispatcher {
 
   private async claim(tx: PoolClient, jobs: DeliveryJob[]): Promise<{ claimed: ClaimedRow[]; busy: Set<string> }> {
     const { rows } = await tx.query<ClaimedRow>(
-      `WITH job AS (
-         SELECT DISTINCT * FROM unnest($1::text[], $2::int[], $3::int[]) AS j(delivery_id, series, attempt)
-       ), next_step AS (
-         SELECT d.id FROM webhook_deliveries d JOIN job ON job.delivery_id = d.id
-          WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1
-            AND d.next_attempt_at <= clock_timestamp() + interval '1 second'
-            AND (d.claimed_by IS NULL OR d.claimed_until < clock_timestamp())
-          FOR UPDATE OF d SKIP LOCKED
-       )
-       UPDATE webhook_deliveries d
-          SET claimed_by = $4, claimed_until = clock_timestamp() + make_interval(secs => $5)
-         FROM next_step, webhook_events e, partners p
-        WHERE d.id = next_step.id AND e.id = d.event_id AND p.id = d.partner_id
-       RETURNING d.id, d.partner_id, d.order_id, d.sequence, d.series, d.attempts, d.max_attempts,
-                 d.first_attempted_at IS NULL AS first_attempt, e.body, p.webhook_url, p.webhook_secret`,
-      [jobs.map((j) => j.deliveryId), jobs.map((j) => j.series), jobs.map((j) => j.attempt), this.owner, this.leaseSeconds],
+      prepared(
+        `WITH job AS (
+           SELECT DISTINCT * FROM unnest($1::text[], $2::int[], $3::int[]) AS j(delivery_id, series, attempt)
+         ), next_step AS (
+           SELECT d.id FROM webhook_deliveries d JOIN job ON job.delivery_id = d.id
+            WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1
+              AND d.next_attempt_at <= clock_timestamp() + interval '1 second'
+              AND (d.claimed_by IS NULL OR d.claimed_until < clock_timestamp())
+            FOR UPDATE OF d SKIP LOCKED
+         )
+         UPDATE webhook_deliveries d
+            SET claimed_by = $4, claimed_until = clock_timestamp() + make_interval(secs => $5)
+           FROM next_step, webhook_events e, partners p
+          WHERE d.id = next_step.id AND e.id = d.event_id AND p.id = d.partner_id
+         RETURNING d.id, d.partner_id, d.order_id, d.sequence, d.series, d.attempts, d.max_attempts,
+                   d.first_attempted_at IS NULL AS first_attempt, e.body, p.webhook_url, p.webhook_secret`,
+        [jobs.map((j) => j.deliveryId), jobs.map((j) => j.series), jobs.map((j) => j.attempt), this.owner, this.leaseSeconds],
+      ),
     );
 
     // First attempts wait for every earlier event of the order: claimed here (or held already by this
@@ -180,12 +182,14 @@ class DeliveryDispatcher {
     const blocked = new Set<string>();
     if (firsts.length > 0) {
       const { rows: waiting } = await tx.query<{ id: string }>(
-        `SELECT d.id FROM webhook_deliveries d
-          WHERE d.id = ANY($1::text[])
-            AND EXISTS (SELECT 1 FROM webhook_deliveries p
-                         WHERE p.order_id = d.order_id AND p.sequence < d.sequence
-                           AND p.first_attempted_at IS NULL AND p.claimed_by IS DISTINCT FROM $2)`,
-        [firsts.map((row) => row.id), this.owner],
+        prepared(
+          `SELECT d.id FROM webhook_deliveries d
+            WHERE d.id = ANY($1::text[])
+              AND EXISTS (SELECT 1 FROM webhook_deliveries p
+                           WHERE p.order_id = d.order_id AND p.sequence < d.sequence
+                             AND p.first_attempted_at IS NULL AND p.claimed_by IS DISTINCT FROM $2)`,
+          [firsts.map((row) => row.id), this.owner],
+        ),
       );
       for (const { id } of waiting) blocked.add(id);
     }
@@ -227,11 +231,13 @@ class DeliveryDispatcher {
     const rest = jobs.filter((job) => !taken.has(job.deliveryId));
     if (rest.length > 0) {
       const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; due: boolean }>(
-        `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
-           FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
-           JOIN webhook_deliveries d ON d.id = job.delivery_id
-          WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
-        [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
+        prepared(
+          `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
+             FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
+             JOIN webhook_deliveries d ON d.id = job.delivery_id
+            WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
+          [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
+        ),
       );
       const early = nextSteps.filter((step) => !step.due);
       for (const step of nextSteps) if (step.due) busy.add(step.id);
@@ -370,26 +376,28 @@ class DeliveryDispatcher {
       return { held, response, startedAt, finishedAt, attempt, status, nextAttemptAt };
     });
     const { rows: stepped } = await tx.query<{ id: string }>(
-      `UPDATE webhook_deliveries d
-          SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
-              delivered_at = o.delivered_at, error_message = o.error_message,
-              first_attempted_at = coalesce(d.first_attempted_at, o.finished_at), claimed_by = NULL, claimed_until = NULL
-         FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[])
-              AS o(id, series, attempt, status, started_at, finished_at, next_attempt_at, delivered_at, error_message)
-        WHERE d.id = o.id AND d.claimed_by = $10 AND d.series = o.series AND d.attempts = o.attempt - 1
-       RETURNING d.id`,
-      [
-        rows.map((r) => r.held.id),
-        rows.map((r) => r.held.series),
-        rows.map((r) => r.attempt),
-        rows.map((r) => r.status),
-        rows.map((r) => r.startedAt),
-        rows.map((r) => r.finishedAt),
-        rows.map((r) => r.nextAttemptAt),
-        rows.map((r) => (r.response.ok ? r.finishedAt : null)),
-        rows.map((r) => r.response.errorMessage),
-        this.owner,
-      ],
+      prepared(
+        `UPDATE webhook_deliveries d
+            SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
+                delivered_at = o.delivered_at, error_message = o.error_message,
+                first_attempted_at = coalesce(d.first_attempted_at, o.finished_at), claimed_by = NULL, claimed_until = NULL
+           FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[])
+                AS o(id, series, attempt, status, started_at, finished_at, next_attempt_at, delivered_at, error_message)
+          WHERE d.id = o.id AND d.claimed_by = $10 AND d.series = o.series AND d.attempts = o.attempt - 1
+         RETURNING d.id`,
+        [
+          rows.map((r) => r.held.id),
+          rows.map((r) => r.held.series),
+          rows.map((r) => r.attempt),
+          rows.map((r) => r.status),
+          rows.map((r) => r.startedAt),
+          rows.map((r) => r.finishedAt),
+          rows.map((r) => r.nextAttemptAt),
+          rows.map((r) => (r.response.ok ? r.finishedAt : null)),
+          rows.map((r) => r.response.errorMessage),
+          this.owner,
+        ],
+      ),
     );
     const recorded = new Set(stepped.map((row) => row.id));
     const logged = new Set(recorded);
@@ -410,19 +418,21 @@ class DeliveryDispatcher {
     const log = rows.filter((r) => logged.has(r.held.id));
     if (log.length > 0) {
       await tx.query(
-        `INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
-         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::int[], $8::text[])
-         ON CONFLICT DO NOTHING`,
-        [
-          log.map((r) => r.held.id),
-          log.map((r) => r.held.series),
-          log.map((r) => r.attempt),
-          log.map((r) => r.startedAt),
-          log.map((r) => r.finishedAt),
-          log.map((r) => r.held.url),
-          log.map((r) => r.response.status),
-          log.map((r) => r.response.errorMessage),
-        ],
+        prepared(
+          `INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
+           SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::int[], $8::text[])
+           ON CONFLICT DO NOTHING`,
+          [
+            log.map((r) => r.held.id),
+            log.map((r) => r.held.series),
+            log.map((r) => r.attempt),
+            log.map((r) => r.startedAt),
+            log.map((r) => r.finishedAt),
+            log.map((r) => r.held.url),
+            log.map((r) => r.response.status),
+            log.map((r) => r.response.errorMessage),
+          ],
+        ),
       );
     }
     const retries = rows.filter((r) => recorded.has(r.held.id) && r.nextAttemptAt);

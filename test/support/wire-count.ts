@@ -1,5 +1,6 @@
 // Counting fronts for what a service sends over the wire: a TCP front for PostgreSQL that counts the
-// round trips (a simple Query, or an extended-protocol Sync) and labels each by its statement, and an
+// round trips (a simple Query, or an extended-protocol Sync) and labels each by its statement, and the
+// statements parsed (a named prepared statement is parsed once per session, an unnamed one every time), and an
 // HTTP front for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
 // measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
 // profile only shows socket writes.
@@ -28,8 +29,10 @@ export function statementLabel(sql: string): string {
 export interface PgFront {
   /** Connection string of the front (the upstream's with its host and port replaced). */
   url: string;
-  /** Round trips: a `Q` message or a `S`ync, labelled by the last statement parsed on that connection. */
+  /** Round trips: a `Q` message or a `S`ync, labelled by the last statement parsed or bound on that connection. */
   roundTrips: Tally;
+  /** Statements parsed (`P` messages), labelled by their text. */
+  parses: Tally;
   reset(): void;
   close(): Promise<void>;
 }
@@ -37,7 +40,16 @@ export interface PgFront {
 /** A TCP front for the PostgreSQL of `databaseUrl` (no TLS, as the local test server runs). */
 export async function startPgFront(databaseUrl: string): Promise<PgFront> {
   const upstream = new URL(databaseUrl);
-  const front: PgFront = { url: "", roundTrips: tally(), reset: () => (front.roundTrips = tally()), close: async () => undefined };
+  const front: PgFront = {
+    url: "",
+    roundTrips: tally(),
+    parses: tally(),
+    reset: () => {
+      front.roundTrips = tally();
+      front.parses = tally();
+    },
+    close: async () => undefined,
+  };
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
@@ -52,6 +64,8 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
     let buffered = Buffer.alloc(0);
     let started = false;
     let lastStatement = "?";
+    // This connection's named prepared statements: a Bind of one without a Parse runs that text.
+    const named = new Map<string, string>();
     client.on("data", (chunk: Buffer) => {
       server.write(chunk);
       buffered = Buffer.concat([buffered, chunk]);
@@ -76,6 +90,12 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
         else if (type === "P") {
           const nameEnd = body.indexOf(0);
           lastStatement = body.subarray(nameEnd + 1, body.indexOf(0, nameEnd + 1)).toString("utf8");
+          if (nameEnd > 0) named.set(body.subarray(0, nameEnd).toString("utf8"), lastStatement);
+          add(front.parses, statementLabel(lastStatement));
+        } else if (type === "B") {
+          const portalEnd = body.indexOf(0);
+          const name = body.subarray(portalEnd + 1, body.indexOf(0, portalEnd + 1)).toString("utf8");
+          lastStatement = named.get(name) ?? lastStatement;
         } else if (type === "S") add(front.roundTrips, statementLabel(lastStatement));
       }
     });

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { getAddress, zeroAddress, type Address, type Hex } from "viem";
 import type { OrderTerms } from "../chain/escrow-gateway.ts";
 import type { Pool } from "../db/pool.ts";
-import { withTransaction } from "../db/pool.ts";
+import { prepared, withTransaction } from "../db/pool.ts";
 import { assessAml } from "../domain/aml.ts";
 import { parseClabe } from "../domain/clabe.ts";
 import {
@@ -87,8 +87,10 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     const quote = await findQuote(tx, partner.id, request.quoteId, true);
     if (!quote) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
     const { rows: userRows } = await tx.query<{ id: string; partner_user_ref: string; kyc_status: string; kyc_tier: "NONE" | "BASIC" | "FULL"; is_pep: boolean; is_sanctioned: boolean; created_at: Date }>(
-      "SELECT id, partner_user_ref, kyc_status, kyc_tier, is_pep, is_sanctioned, created_at FROM users WHERE partner_id = $1 AND partner_user_ref = $2 FOR UPDATE",
-      [partner.id, request.partnerUserRef],
+      prepared(
+        "SELECT id, partner_user_ref, kyc_status, kyc_tier, is_pep, is_sanctioned, created_at FROM users WHERE partner_id = $1 AND partner_user_ref = $2 FOR UPDATE",
+        [partner.id, request.partnerUserRef],
+      ),
     );
     const user = userRows[0];
     // The quote names its user by id, one of this partner's: a ref this partner has no user for is
@@ -118,9 +120,11 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     }
 
     const { rows: history } = await tx.query<{ wallets: string[]; last_24h: string }>(
-      `SELECT coalesce((SELECT array_agg(DISTINCT w) FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL), '{}') AS wallets,
-              (SELECT count(*) FROM orders WHERE user_id = $1 AND created_at > now() - interval '24 hours') AS last_24h`,
-      [user.id],
+      prepared(
+        `SELECT coalesce((SELECT array_agg(DISTINCT w) FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL), '{}') AS wallets,
+                (SELECT count(*) FROM orders WHERE user_id = $1 AND created_at > now() - interval '24 hours') AS last_24h`,
+        [user.id],
+      ),
     );
     const aml = assessAml({
       totalMxn: quote.netAmountMxn,
@@ -166,37 +170,39 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     if (!(await consumeQuote(tx, quote.id))) throw new QuoteUsedError();
 
     await tx.query(
-      `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
-         fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
-         deposit_signature, deposit_terms, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at, partner_fee_owed)
-       VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, '{}', 'PENDING_DEPOSIT', $17, $21, $22)`,
-      [
-        orderId,
-        partner.id,
-        user.id,
-        quote.id,
-        escrowOrderId,
-        quote.amountUsdc,
-        amountRaw.toString(),
-        quote.netAmountMxn,
-        quote.exchangeRate,
-        quote.feePercent,
-        quote.feeRecipient,
-        feeBps,
-        feeRecipientAddress,
-        treasuryShareBps,
-        clabe.clabe,
-        clabe.bankCode,
-        depositDeadline,
-        signature,
-        aml.score,
-        aml.level,
-        now,
-        partnerFeeOwed,
-        JSON.stringify(keptTerms(terms)),
-      ],
+      prepared(
+        `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
+           fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
+           deposit_signature, deposit_terms, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at, partner_fee_owed)
+         VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, '{}', 'PENDING_DEPOSIT', $17, $21, $22)`,
+        [
+          orderId,
+          partner.id,
+          user.id,
+          quote.id,
+          escrowOrderId,
+          quote.amountUsdc,
+          amountRaw.toString(),
+          quote.netAmountMxn,
+          quote.exchangeRate,
+          quote.feePercent,
+          quote.feeRecipient,
+          feeBps,
+          feeRecipientAddress,
+          treasuryShareBps,
+          clabe.clabe,
+          clabe.bankCode,
+          depositDeadline,
+          signature,
+          aml.score,
+          aml.level,
+          now,
+          partnerFeeOwed,
+          JSON.stringify(keptTerms(terms)),
+        ],
+      ),
     );
-    await tx.query("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]);
+    await tx.query(prepared("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]));
     await startOrderActor(tx, deps.ports, { id: orderId, partnerId: partner.id, partnerUserRef: user.partner_user_ref, expiresAt: depositDeadline });
     return orderId;
   });

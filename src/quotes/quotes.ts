@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/pool.ts";
+import { prepared, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { priceQuote, type FeeRecipient } from "../domain/pricing.ts";
@@ -102,7 +102,7 @@ export async function findQuote(db: Queryable, partnerId: string, quoteId: strin
 
 /** Marks the quote used; false when another order consumed it first. */
 export async function consumeQuote(db: Queryable, quoteId: string): Promise<boolean> {
-  const { rowCount } = await db.query("UPDATE quotes SET used_at = now() WHERE id = $1 AND used_at IS NULL", [quoteId]);
+  const { rowCount } = await db.query(prepared("UPDATE quotes SET used_at = now() WHERE id = $1 AND used_at IS NULL", [quoteId]));
   return rowCount === 1;
 }
 

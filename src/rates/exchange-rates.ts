@@ -1,5 +1,5 @@
 import type { Pool } from "../db/pool.ts";
-import { withTransaction } from "../db/pool.ts";
+import { prepared, withTransaction } from "../db/pool.ts";
 import { RateUnavailableError } from "../domain/errors.ts";
 import type { RateProvider } from "../integrations/banxico-sie.ts";
 import type { Logger } from "../logger.ts";
@@ -31,7 +31,7 @@ interface RateRow {
  */
 export function createExchangeRates(pool: Pool, providers: RateProvider[], validitySeconds: number, logger: Logger): ExchangeRates {
   const latest = async (db: Pick<Pool, "query">): Promise<ExchangeRate | undefined> => {
-    const { rows } = await db.query<RateRow>("SELECT usd_mxn, source, fetched_at FROM exchange_rates ORDER BY fetched_at DESC, id DESC LIMIT 1");
+    const { rows } = await db.query<RateRow>(prepared("SELECT usd_mxn, source, fetched_at FROM exchange_rates ORDER BY fetched_at DESC, id DESC LIMIT 1", []));
     const row = rows[0];
     return row ? { usdMxn: row.usd_mxn, source: row.source, fetchedAt: row.fetched_at } : undefined;
   };

@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/pool.ts";
+import { prepared, type Queryable } from "../db/pool.ts";
 import { DuplicateUserError, NotFoundError, UserLimitReachedError } from "../domain/errors.ts";
 import { newId } from "../domain/ids.ts";
 import { toJsonNumber } from "../domain/money.ts";
@@ -141,11 +141,13 @@ export interface UserVolumes {
  */
 export async function userVolumes(db: Queryable, userId: string, now = new Date()): Promise<UserVolumes> {
   const { rows } = await db.query<{ order_count: string; total: string; monthly: string }>(
-    `SELECT count(*) AS order_count,
-            coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total,
-            coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= $2), 0) AS monthly
-       FROM orders WHERE user_id = $1`,
-    [userId, mexicoPeriodStart("month", now)],
+    prepared(
+      `SELECT count(*) AS order_count,
+              coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total,
+              coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= $2), 0) AS monthly
+         FROM orders WHERE user_id = $1`,
+      [userId, mexicoPeriodStart("month", now)],
+    ),
   );
   const row = rows[0]!;
   return { orderCount: Number(row.order_count), totalVolumeMxn: row.total, monthlyVolumeMxn: row.monthly };

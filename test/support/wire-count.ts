@@ -1,7 +1,7 @@
 // Counting fronts for what a service sends over the wire: a TCP front for PostgreSQL that counts the
-// round trips (a simple Query, or an extended-protocol Sync) and labels each by its statement, and the
-// statements parsed (a named prepared statement is parsed once per session, an unnamed one every time), and an
-// HTTP front for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
+// round trips (a simple Query, or an extended-protocol Sync), labelled by statement, and the statements
+// parsed (a named prepared statement once per session, an unnamed one at every call), and an HTTP front
+// for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
 // measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
 // profile only shows socket writes.
 import http from "node:http";

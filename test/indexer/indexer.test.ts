@@ -93,6 +93,13 @@ async function rpc<T>(method: string, params: unknown[] = []): Promise<T> {
   return publicClient.request({ method: method as never, params: params as never }) as Promise<T>;
 }
 
+/**
+ * Past any call's need here. A limit estimated against the latest block can fall short in the next one:
+ * `unpause` writes the paused time only when it is nonzero, so an estimate made in the second of the
+ * pause ran out of gas once mined a second later (seen in CI on a slow machine).
+ */
+const SEND_GAS = 1_000_000n;
+
 /** Sends an escrow or token call, waits for the receipt and insists it succeeded. */
 async function send(
   from: ReturnType<typeof wallet>,
@@ -107,6 +114,7 @@ async function send(
     args: args as never,
     chain: hardhat,
     account: from.account,
+    gas: SEND_GAS,
   } as never);
   const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
   assert.equal(receipt.status, "success", `${functionName} reverted`);

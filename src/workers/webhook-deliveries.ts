@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Job, JobResult } from "pg-boss";
-import { prepared, withTransaction, type Pool, type PoolClient } from "../db/pool.ts";
+import { withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
 import { closeWebhookConnections, postWebhook, type WebhookResponse } from "../webhooks/http-sender.ts";
@@ -80,6 +80,13 @@ interface Outcome {
   finishedAt: Date;
 }
 
+/** An outcome as written: the attempt's number and what it makes of the delivery. */
+interface Step extends Outcome {
+  attempt: number;
+  status: "DELIVERED" | "FAILED" | "PENDING";
+  nextAttemptAt: Date | null;
+}
+
 interface ClaimedRow {
   id: string;
   partner_id: string;
@@ -92,6 +99,7 @@ interface ClaimedRow {
   body: string;
   webhook_url: string | null;
   webhook_secret: string;
+  blocked: boolean;
 }
 
 /** Held deliveries of an endpoint: enough for about this long of its observed pace, so a slow endpoint holds few. */
@@ -156,8 +164,7 @@ class DeliveryDispatcher {
 
   private async claim(tx: PoolClient, jobs: DeliveryJob[]): Promise<{ claimed: ClaimedRow[]; busy: Set<string> }> {
     const { rows } = await tx.query<ClaimedRow>(
-      prepared(
-        `WITH job AS (
+      `WITH job AS (
            SELECT DISTINCT * FROM unnest($1::text[], $2::int[], $3::int[]) AS j(delivery_id, series, attempt)
          ), next_step AS (
            SELECT d.id FROM webhook_deliveries d JOIN job ON job.delivery_id = d.id
@@ -171,28 +178,18 @@ class DeliveryDispatcher {
            FROM next_step, webhook_events e, partners p
           WHERE d.id = next_step.id AND e.id = d.event_id AND p.id = d.partner_id
          RETURNING d.id, d.partner_id, d.order_id, d.sequence, d.series, d.attempts, d.max_attempts,
-                   d.first_attempted_at IS NULL AS first_attempt, e.body, p.webhook_url, p.webhook_secret`,
-        [jobs.map((j) => j.deliveryId), jobs.map((j) => j.series), jobs.map((j) => j.attempt), this.owner, this.leaseSeconds],
-      ),
+                   d.first_attempted_at IS NULL AS first_attempt, e.body, p.webhook_url, p.webhook_secret,
+                   d.first_attempted_at IS NULL AND EXISTS (
+                     SELECT 1 FROM webhook_deliveries w
+                      WHERE w.order_id = d.order_id AND w.sequence < d.sequence AND w.first_attempted_at IS NULL
+                        AND w.claimed_by IS DISTINCT FROM $4 AND w.id NOT IN (SELECT id FROM next_step)) AS blocked`,
+      [jobs.map((j) => j.deliveryId), jobs.map((j) => j.series), jobs.map((j) => j.attempt), this.owner, this.leaseSeconds],
     );
 
-    // First attempts wait for every earlier event of the order: claimed here (or held already by this
-    // process) they wait in memory; if one is held elsewhere or not yet taken, this one is deferred.
-    const firsts = rows.filter((row) => row.first_attempt);
-    const blocked = new Set<string>();
-    if (firsts.length > 0) {
-      const { rows: waiting } = await tx.query<{ id: string }>(
-        prepared(
-          `SELECT d.id FROM webhook_deliveries d
-            WHERE d.id = ANY($1::text[])
-              AND EXISTS (SELECT 1 FROM webhook_deliveries p
-                           WHERE p.order_id = d.order_id AND p.sequence < d.sequence
-                             AND p.first_attempted_at IS NULL AND p.claimed_by IS DISTINCT FROM $2)`,
-          [firsts.map((row) => row.id), this.owner],
-        ),
-      );
-      for (const { id } of waiting) blocked.add(id);
-    }
+    // First attempts wait for every earlier event of the order: claimed by this statement or held already
+    // by this process, they wait in memory (the statement sees the rows it claims as they were, hence
+    // next_step); one whose earlier event is held elsewhere or not yet taken (blocked) is deferred.
+    const blocked = new Set(rows.filter((row) => row.blocked).map((row) => row.id));
 
     const claimed: ClaimedRow[] = [];
     const deferred: { row: ClaimedRow; startAfter: Date }[] = [];
@@ -231,13 +228,11 @@ class DeliveryDispatcher {
     const rest = jobs.filter((job) => !taken.has(job.deliveryId));
     if (rest.length > 0) {
       const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; due: boolean }>(
-        prepared(
-          `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
+        `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
              FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
              JOIN webhook_deliveries d ON d.id = job.delivery_id
             WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
-          [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
-        ),
+        [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
       );
       const early = nextSteps.filter((step) => !step.due);
       for (const step of nextSteps) if (step.due) busy.add(step.id);
@@ -338,7 +333,7 @@ class DeliveryDispatcher {
     if (this.flushing || this.outcomes.length === 0) return;
     const batch = this.outcomes;
     this.outcomes = [];
-    this.flushing = withTransaction(this.pool, (tx) => this.record(tx, batch))
+    this.flushing = this.record(batch)
       .then(
         () => {
           for (const outcome of batch) this.release(outcome.held);
@@ -359,11 +354,12 @@ class DeliveryDispatcher {
   /**
    * Writes outcomes: each delivery the process still holds gets its attempt logged and its claim
    * released; where the attempt is still the delivery's next step (no redelivery started a new series
-   * meanwhile) the record takes the outcome and a retry's job is enqueued for its time.
-   * Returns the ids whose attempt was recorded as the delivery's step.
+   * meanwhile) the record takes the outcome and a retry's job is enqueued for its time. Each statement
+   * writes a delivery's record with its attempt's log line; a batch with retries to enqueue runs in one
+   * transaction with their jobs, one without (every attempt delivered, or failed for good) needs none.
    */
-  private async record(tx: PoolClient, batch: Outcome[]): Promise<Set<string>> {
-    const rows = batch.map(({ held, response, startedAt, finishedAt }) => {
+  private async record(batch: Outcome[]): Promise<void> {
+    const rows: Step[] = batch.map(({ held, response, startedAt, finishedAt }) => {
       const attempt = held.attempts + 1;
       let status: "DELIVERED" | "FAILED" | "PENDING";
       let nextAttemptAt: Date | null = null;
@@ -375,78 +371,95 @@ class DeliveryDispatcher {
       }
       return { held, response, startedAt, finishedAt, attempt, status, nextAttemptAt };
     });
-    const { rows: stepped } = await tx.query<{ id: string }>(
-      prepared(
-        `UPDATE webhook_deliveries d
-            SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
-                delivered_at = o.delivered_at, error_message = o.error_message,
-                first_attempted_at = coalesce(d.first_attempted_at, o.finished_at), claimed_by = NULL, claimed_until = NULL
-           FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[])
-                AS o(id, series, attempt, status, started_at, finished_at, next_attempt_at, delivered_at, error_message)
-          WHERE d.id = o.id AND d.claimed_by = $10 AND d.series = o.series AND d.attempts = o.attempt - 1
-         RETURNING d.id`,
-        [
-          rows.map((r) => r.held.id),
-          rows.map((r) => r.held.series),
-          rows.map((r) => r.attempt),
-          rows.map((r) => r.status),
-          rows.map((r) => r.startedAt),
-          rows.map((r) => r.finishedAt),
-          rows.map((r) => r.nextAttemptAt),
-          rows.map((r) => (r.response.ok ? r.finishedAt : null)),
-          rows.map((r) => r.response.errorMessage),
-          this.owner,
-        ],
-      ),
-    );
-    const recorded = new Set(stepped.map((row) => row.id));
-    const logged = new Set(recorded);
-    const others = rows.filter((r) => !recorded.has(r.held.id));
-    if (others.length > 0) {
-      // An operator started a new series while this attempt was on the wire: the attempt is logged under
-      // its own series and the record stays as the redelivery set it.
-      const { rows: released } = await tx.query<{ id: string }>(
-        `UPDATE webhook_deliveries d
-            SET claimed_by = NULL, claimed_until = NULL, first_attempted_at = coalesce(d.first_attempted_at, o.finished_at)
-           FROM unnest($1::text[], $2::timestamptz[]) AS o(id, finished_at)
-          WHERE d.id = o.id AND d.claimed_by = $3
-         RETURNING d.id`,
-        [others.map((r) => r.held.id), others.map((r) => r.finishedAt), this.owner],
+    const write = async (db: Queryable) => {
+      const recorded = await this.recordSteps(db, rows);
+      const others = rows.filter((r) => !recorded.has(r.held.id));
+      if (others.length > 0) await this.releaseOthers(db, others);
+      const retries = rows.filter((r) => recorded.has(r.held.id) && r.nextAttemptAt);
+      await enqueueAttempts(
+        this.boss,
+        db,
+        retries.map((r) => ({ job: { deliveryId: r.held.id, series: r.held.series, attempt: r.attempt + 1 }, startAfter: r.nextAttemptAt! })),
       );
-      for (const { id } of released) logged.add(id);
-    }
-    const log = rows.filter((r) => logged.has(r.held.id));
-    if (log.length > 0) {
-      await tx.query(
-        prepared(
-          `INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
-           SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::int[], $8::text[])
-           ON CONFLICT DO NOTHING`,
-          [
-            log.map((r) => r.held.id),
-            log.map((r) => r.held.series),
-            log.map((r) => r.attempt),
-            log.map((r) => r.startedAt),
-            log.map((r) => r.finishedAt),
-            log.map((r) => r.held.url),
-            log.map((r) => r.response.status),
-            log.map((r) => r.response.errorMessage),
-          ],
-        ),
-      );
-    }
-    const retries = rows.filter((r) => recorded.has(r.held.id) && r.nextAttemptAt);
-    await enqueueAttempts(
-      this.boss,
-      tx,
-      retries.map((r) => ({ job: { deliveryId: r.held.id, series: r.held.series, attempt: r.attempt + 1 }, startAfter: r.nextAttemptAt! })),
-    );
+    };
+    if (rows.some((r) => r.nextAttemptAt)) await withTransaction(this.pool, write);
+    else await write(this.pool);
     for (const r of rows) {
       const details = { deliveryId: r.held.id, attempt: r.attempt, status: r.status, responseStatus: r.response.status, error: r.response.errorMessage };
       if (r.response.ok) this.logger.debug(details, "webhook attempt");
       else this.logger.info(details, "webhook attempt");
     }
-    return recorded;
+  }
+
+  /** The outcomes that are still their delivery's next step, each logged with it; returns their ids. */
+  private async recordSteps(db: Queryable, rows: Step[]): Promise<Set<string>> {
+    const { rows: stepped } = await db.query<{ id: string }>(
+      `WITH o AS (
+         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::text[], $12::int[])
+             AS o(id, series, attempt, status, started_at, finished_at, next_attempt_at, delivered_at, error_message, url, response_status)
+       ), stepped AS (
+         UPDATE webhook_deliveries d
+            SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
+                delivered_at = o.delivered_at, error_message = o.error_message,
+                first_attempted_at = coalesce(d.first_attempted_at, o.finished_at), claimed_by = NULL, claimed_until = NULL
+           FROM o
+          WHERE d.id = o.id AND d.claimed_by = $10 AND d.series = o.series AND d.attempts = o.attempt - 1
+         RETURNING d.id
+       ), logged AS (
+         INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
+         SELECT o.id, o.series, o.attempt, o.started_at, o.finished_at, o.url, o.response_status, o.error_message FROM o JOIN stepped ON stepped.id = o.id
+         ON CONFLICT DO NOTHING
+       )
+       SELECT id FROM stepped`,
+      [
+        rows.map((r) => r.held.id),
+        rows.map((r) => r.held.series),
+        rows.map((r) => r.attempt),
+        rows.map((r) => r.status),
+        rows.map((r) => r.startedAt),
+        rows.map((r) => r.finishedAt),
+        rows.map((r) => r.nextAttemptAt),
+        rows.map((r) => (r.response.ok ? r.finishedAt : null)),
+        rows.map((r) => r.response.errorMessage),
+        this.owner,
+        rows.map((r) => r.held.url),
+        rows.map((r) => r.response.status),
+      ],
+    );
+    return new Set(stepped.map((row) => row.id));
+  }
+
+  /**
+   * An operator started a new series while these attempts were on the wire: each is logged under its own
+   * series and its claim released, the record staying as the redelivery set it.
+   */
+  private async releaseOthers(db: Queryable, rows: Step[]): Promise<void> {
+    await db.query(
+      `WITH o AS (
+         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::int[], $8::text[])
+             AS o(id, series, attempt, started_at, finished_at, url, response_status, error_message)
+       ), released AS (
+         UPDATE webhook_deliveries d
+            SET claimed_by = NULL, claimed_until = NULL, first_attempted_at = coalesce(d.first_attempted_at, o.finished_at)
+           FROM o
+          WHERE d.id = o.id AND d.claimed_by = $9
+         RETURNING d.id
+       )
+       INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
+       SELECT o.id, o.series, o.attempt, o.started_at, o.finished_at, o.url, o.response_status, o.error_message FROM o JOIN released ON released.id = o.id
+       ON CONFLICT DO NOTHING`,
+      [
+        rows.map((r) => r.held.id),
+        rows.map((r) => r.held.series),
+        rows.map((r) => r.attempt),
+        rows.map((r) => r.startedAt),
+        rows.map((r) => r.finishedAt),
+        rows.map((r) => r.held.url),
+        rows.map((r) => r.response.status),
+        rows.map((r) => r.response.errorMessage),
+        this.owner,
+      ],
+    );
   }
 
   /** The delivery's attempt is written (or handed back): the next event of its order may go. */

@@ -409,6 +409,28 @@ describe("redelivery", () => {
     assert.equal(record.errorMessage, null);
   });
 
+  test("an attempt on the wire when a redelivery starts is logged under its own series, and the new series goes out after it", async () => {
+    let answerFirst!: (status: number) => void;
+    const firstAnswer = new Promise<number>((resolve) => (answerFirst = resolve));
+    const { receiver, partner, order } = await setup((_request, index) => (index === 0 ? firstAnswer : 200));
+    const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");
+    await waitFor("the first attempt on the wire", () => receiver.requests[0]);
+
+    assert.equal((await service.admin("POST", `/deliveries/${event.deliveryId}/redeliver`)).status, 200);
+    answerFirst(500);
+    const record = await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
+    assert.equal(record.attempts, 1, "the old series' failure did not count in the new series");
+    assert.equal(receiver.requests.length, 2);
+    const { rows } = await service.pool.query<{ series: number; attempt: number; response_status: number }>(
+      "SELECT series, attempt, response_status FROM webhook_delivery_attempts WHERE delivery_id = $1 ORDER BY series, attempt",
+      [event.deliveryId],
+    );
+    assert.deepEqual(rows, [
+      { series: 1, attempt: 1, response_status: 500 },
+      { series: 2, attempt: 1, response_status: 200 },
+    ]);
+  });
+
   test("redelivering an unknown delivery is NOT_FOUND", async () => {
     const response = await service.admin("POST", "/deliveries/whd_000000000000000000000000/redeliver");
     assert.equal(response.status, 404);

@@ -10,6 +10,8 @@ export type { EventType };
 
 export const MAX_ATTEMPTS = 5;
 
+const SEQUENCE_STAND_IN = '"sequence":0';
+
 /** Fields every event's `data` carries; `data` passed to recordEvent adds to them and may not replace them. */
 const CORE_FIELDS = ["orderId", "status", "partnerUserRef", "sequence"] as const;
 
@@ -56,49 +58,47 @@ export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { bo
   // The job row is written through the caller's transaction: the queue instance only supplies pg-boss's metadata.
   const { boss } = queue;
 
-  // The order's owner and the event's sequence in one round trip (the counter moves only for an order
-  // that exists; a mismatch below throws, which rolls the caller's transaction back with it).
-  const { rows: owners } = await tx.query<{ partner_id: string; webhook_url: string | null; sequence: number }>(
+  // The payload around its sequence, which the counter hands out in the statement: serialized with a
+  // stand-in and cut there. Its first `"sequence":0` is the stand-in: the fields before it are
+  // serialized strings (their quotes escaped) and the event's own data comes after it.
+  const occurredAt = event.occurredAt ?? new Date();
+  const serialized = JSON.stringify({
+    event: event.eventType,
+    timestamp: occurredAt.toISOString(),
+    data: { orderId: event.orderId, status: event.status, partnerUserRef: event.partnerUserRef, sequence: 0, ...event.data },
+  });
+  const cut = serialized.indexOf(SEQUENCE_STAND_IN) + SEQUENCE_STAND_IN.length - 1;
+  const [beforeSequence, afterSequence] = [serialized.slice(0, cut), serialized.slice(cut + 1)];
+
+  // One round trip: the order's owner, the event's sequence (the counter moves only for an order of this
+  // partner), the event and, when the partner has a webhook URL, its delivery record.
+  const eventId = newId("evt");
+  const deliveryId = newId("whd");
+  const { rows } = await tx.query<{ partner_id: string; sequence: number | null; delivery_id: string | null }>(
     prepared(
       `WITH owner AS (SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
             counter AS (
-              INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT $1, 1 FROM owner
+              INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT $1, 1 FROM owner WHERE owner.partner_id = $2
               ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
-              RETURNING last_sequence)
-       SELECT owner.partner_id, owner.webhook_url, counter.last_sequence AS sequence FROM owner, counter`,
-      [event.orderId],
+              RETURNING last_sequence),
+            recorded AS (
+              INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
+              SELECT $3, $2, $1, counter.last_sequence, $4, $5, $6::text || counter.last_sequence || $7::text, $8 FROM counter
+              RETURNING id, sequence),
+            delivery AS (
+              INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
+              SELECT $9, recorded.id, $2, $1, recorded.sequence, $4, $10, clock_timestamp() FROM recorded, owner WHERE owner.webhook_url IS NOT NULL
+              RETURNING id)
+       SELECT owner.partner_id, recorded.sequence, (SELECT id FROM delivery) AS delivery_id FROM owner LEFT JOIN recorded ON true`,
+      [event.orderId, event.partnerId, eventId, event.eventType, event.status, beforeSequence, afterSequence, occurredAt, deliveryId, MAX_ATTEMPTS],
     ),
   );
-  const owner = owners[0];
+  const owner = rows[0];
   if (!owner) throw new Error(`Order ${event.orderId} does not exist`);
-  if (owner.partner_id !== event.partnerId) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
-  const sequence = owner.sequence;
-  const occurredAt = event.occurredAt ?? new Date();
-  const body = JSON.stringify({
-    event: event.eventType,
-    timestamp: occurredAt.toISOString(),
-    data: { orderId: event.orderId, status: event.status, partnerUserRef: event.partnerUserRef, sequence, ...event.data },
-  });
-
-  const eventId = newId("evt");
-  const insertEvent = `INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
-  const eventValues = [eventId, event.partnerId, event.orderId, sequence, event.eventType, event.status, body, occurredAt];
-  if (!owner.webhook_url) {
-    await tx.query(prepared(insertEvent, eventValues));
-    return { eventId, sequence, deliveryId: null, body };
-  }
-
-  // The event and its delivery record in one statement.
-  const deliveryId = newId("whd");
-  await tx.query(
-    prepared(
-      `WITH recorded AS (${insertEvent} RETURNING id)
-     INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
-     SELECT $9, recorded.id, $2, $3, $4, $5, $10, clock_timestamp() FROM recorded`,
-      [...eventValues, deliveryId, MAX_ATTEMPTS],
-    ),
-  );
+  if (owner.sequence === null) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
+  const { sequence } = owner;
+  const body = `${beforeSequence}${sequence}${afterSequence}`;
+  if (owner.delivery_id === null) return { eventId, sequence, deliveryId: null, body };
   await enqueueAttempt(boss, tx, { deliveryId, series: 1, attempt: 1 });
   return { eventId, sequence, deliveryId, body };
 }

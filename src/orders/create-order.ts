@@ -22,7 +22,7 @@ import type { SanctionsList } from "../domain/sanctions.ts";
 import { effectiveLimits, type PartnerWithSecrets } from "../partners/partners.ts";
 import { consumeQuote, findQuote } from "../quotes/quotes.ts";
 import { userVolumes } from "../users/users.ts";
-import { startOrderActor, type OrderEffectPorts } from "./store.ts";
+import { insertOrderWithActor, type OrderEffectPorts } from "./store.ts";
 import { keptTerms, newOrderTerms } from "./terms.ts";
 
 export interface OrderCreationDeps {
@@ -169,41 +169,42 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     }
     if (!(await consumeQuote(tx, quote.id))) throw new QuoteUsedError();
 
-    await tx.query(
-      prepared(
-        `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
+    await tx.query(prepared("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]));
+    const order = { id: orderId, partnerId: partner.id, partnerUserRef: user.partner_user_ref, expiresAt: depositDeadline };
+    await insertOrderWithActor(tx, deps.ports, order, (actor) => ({
+      text: `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
            fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
            deposit_signature, deposit_terms, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at, partner_fee_owed)
-         VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, '{}', 'PENDING_DEPOSIT', $17, $21, $22)`,
-        [
-          orderId,
-          partner.id,
-          user.id,
-          quote.id,
-          escrowOrderId,
-          quote.amountUsdc,
-          amountRaw.toString(),
-          quote.netAmountMxn,
-          quote.exchangeRate,
-          quote.feePercent,
-          quote.feeRecipient,
-          feeBps,
-          feeRecipientAddress,
-          treasuryShareBps,
-          clabe.clabe,
-          clabe.bankCode,
-          depositDeadline,
-          signature,
-          aml.score,
-          aml.level,
-          now,
-          partnerFeeOwed,
-          JSON.stringify(keptTerms(terms)),
-        ],
-      ),
-    );
-    await tx.query(prepared("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]));
-    await startOrderActor(tx, deps.ports, { id: orderId, partnerId: partner.id, partnerUserRef: user.partner_user_ref, expiresAt: depositDeadline });
+         VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, $24, $25, $17, $21, $22)
+         RETURNING id`,
+      values: [
+        orderId,
+        partner.id,
+        user.id,
+        quote.id,
+        escrowOrderId,
+        quote.amountUsdc,
+        amountRaw.toString(),
+        quote.netAmountMxn,
+        quote.exchangeRate,
+        quote.feePercent,
+        quote.feeRecipient,
+        feeBps,
+        feeRecipientAddress,
+        treasuryShareBps,
+        clabe.clabe,
+        clabe.bankCode,
+        depositDeadline,
+        signature,
+        aml.score,
+        aml.level,
+        now,
+        partnerFeeOwed,
+        JSON.stringify(keptTerms(terms)),
+        actor.snapshot,
+        actor.status,
+      ],
+    }));
     return orderId;
   });
 }

@@ -102,7 +102,7 @@ async function performEffects(
 }
 
 /**
- * `update` (an UPDATE of the order's row, `RETURNING id`, whose parameters are `values`) with the
+ * `update` (an UPDATE or INSERT of the order's row, `RETURNING id`, whose parameters are `values`) with the
  * transition's timeline entries inserted in the same statement, in effect order: one round trip for the
  * row and its timeline. The other effects are performed after it (performEffects).
  */
@@ -123,20 +123,24 @@ function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] 
 }
 
 /**
- * Creates the order's actor inside the caller's transaction (the order row must already hold its
- * immutable columns): the initial snapshot, the CREATED timeline entry, `order.created` and the
- * deposit timer are written together.
+ * Inserts a new order with its actor, inside the caller's transaction: `insertOrder` is the row's INSERT
+ * (`RETURNING id`) given the initial snapshot and status to store, and the row, its CREATED timeline
+ * entry (same statement), `order.created` and the deposit timer are written together. The row is
+ * written once, already in its first state: an INSERT then an UPDATE of the status would write every
+ * index of the order twice.
  */
-export async function startOrderActor(
+export async function insertOrderWithActor(
   tx: PoolClient,
   ports: OrderEffectPorts,
   order: { id: string; partnerId: string; partnerUserRef: string; expiresAt: Date },
+  insertOrder: (actor: { snapshot: string; status: OrderStatus }) => { text: string; values: unknown[] },
 ): Promise<void> {
   const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
-  const update = withTimeline("UPDATE orders SET machine_snapshot = $2, status = $3 WHERE id = $1 RETURNING id", [order.id, JSON.stringify({ value: status, context: snapshot.context }), status], effects);
-  await tx.query(prepared(update.text, update.values));
+  const insert = insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status });
+  const statement = withTimeline(insert.text, insert.values, effects);
+  await tx.query(prepared(statement.text, statement.values));
   await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
 }
 

@@ -61,7 +61,7 @@ export interface AdminOrderFilters {
   offset: number;
 }
 
-type AdminOrderRow = OrderRow & { partner_name: string; fee_percent: string; fee_recipient: string };
+type AdminOrderRow = OrderRow & { partner_name: string };
 
 const SELECT_ADMIN_ORDER = `SELECT o.*, u.partner_user_ref, ${pricePerUnitColumn("o")}, p.name AS partner_name
   FROM orders o JOIN users u ON u.id = o.user_id JOIN partners p ON p.id = o.partner_id`;
@@ -198,7 +198,7 @@ export interface AdminOrderDeps {
  * deliveries, the chain transactions, the escrow as indexed and both parties' reputation.
  */
 export async function adminOrderDetail(db: Queryable, deps: AdminOrderDeps, orderId: string) {
-  const row = (await getOrderRow(db, null, orderId)) as AdminOrderRow;
+  const row = await getOrderRow(db, null, orderId);
   const [timeline, deliveries, transactions, partner] = await Promise.all([
     orderTimeline(db, row.id),
     listOrderDeliveries(db, row.id),

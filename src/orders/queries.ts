@@ -9,7 +9,6 @@ import { signedTermsOf, type SignedTerms } from "./terms.ts";
 interface OrderRow {
   id: string;
   partner_id: string;
-  partner_user_ref: string;
   escrow_order_id: string;
   status: OrderStatus;
   token: string;
@@ -45,9 +44,29 @@ interface OrderRow {
   machine_snapshot: unknown;
   version: number;
   created_at: Date;
+  fee_percent: string;
+  fee_recipient: string;
+  /** Not a column of orders: the user's, selected with the order. */
+  partner_user_ref: string;
   /** Not a column: pricePerUnitColumn, selected with the order. */
   price_per_unit: string;
 }
+
+/**
+ * The columns of an order read by getOrderRow, named rather than `o.*` so that its statement is prepared
+ * (src/db/pool.ts); every field of OrderRow but the two selected from elsewhere (checked below).
+ */
+const ORDER_COLUMNS = [
+  "id", "partner_id", "escrow_order_id", "status", "token", "amount_usdc", "amount_raw", "total_mxn", "exchange_rate", "fee_bps",
+  "fee_recipient_address", "treasury_share_bps", "seller_clabe", "bank_code", "deposit_deadline", "deposit_signature", "deposit_terms",
+  "aml_risk_score", "aml_risk_level", "expires_at", "escrow_tx_hash", "seller_wallet", "buyer_wallet", "locked_at", "lock_expires_at",
+  "cep_tracking_key", "payment_concept", "cep_validated_at", "release_tx_hash", "refund_tx_hash", "completed_at", "dispute_opened_by",
+  "dispute_outcome", "machine_snapshot", "version", "created_at", "fee_percent", "fee_recipient",
+] as const satisfies readonly (keyof OrderRow)[];
+type UnreadField = Exclude<keyof OrderRow, (typeof ORDER_COLUMNS)[number] | "partner_user_ref" | "price_per_unit">;
+// Fails to compile while a field of OrderRow is missing from ORDER_COLUMNS.
+const everyFieldRead: [UnreadField] extends [never] ? true : UnreadField = true;
+void everyFieldRead;
 
 /**
  * SQL condition (on `orders` unaliased) of an ACTIVE order whose deposit came from a listed wallet and is
@@ -64,7 +83,7 @@ export const DEPOSIT_HELD = "(machine_snapshot #>> '{context,depositHold,sellerW
 export const pricePerUnitColumn = (table: string) =>
   `div(${table}.total_mxn * 20000 + ${table}.amount_usdc, ${table}.amount_usdc * 2) * 0.0001 AS price_per_unit`;
 
-const SELECT_ORDER = `SELECT o.*, u.partner_user_ref, ${pricePerUnitColumn("o")} FROM orders o JOIN users u ON u.id = o.user_id`;
+const SELECT_ORDER = `SELECT ${ORDER_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref, ${pricePerUnitColumn("o")} FROM orders o JOIN users u ON u.id = o.user_id`;
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
 /** The columns a list item shows (orderListItem), all a page of GET /orders reads. */
@@ -174,7 +193,7 @@ export function orderDetailView(row: OrderRow, timeline: TimelineEntry[], contex
 
 /** One order; another partner's order is indistinguishable from a missing one. `partnerId` null = any (admin). */
 export async function getOrderRow(db: Queryable, partnerId: string | null, orderId: string): Promise<OrderRow> {
-  const { rows } = await db.query<OrderRow>(`${SELECT_ORDER} WHERE o.id = $1 AND ($2::text IS NULL OR o.partner_id = $2)`, [orderId, partnerId]);
+  const { rows } = await db.query<OrderRow>(prepared(`${SELECT_ORDER} WHERE o.id = $1 AND ($2::text IS NULL OR o.partner_id = $2)`, [orderId, partnerId]));
   if (!rows[0]) throw new NotFoundError(`No order ${orderId}`);
   return rows[0];
 }

@@ -102,6 +102,17 @@ interface ClaimedRow {
   blocked: boolean;
 }
 
+/** Attempt outcomes as a table `o` ($1-$11, built by outcomeValues): what is written for each. */
+const OUTCOMES = `o AS (
+  SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::text[], $11::int[])
+      AS o(id, series, attempt, status, started_at, finished_at, next_attempt_at, delivered_at, error_message, url, response_status))`;
+
+/** Logs the attempts of OUTCOMES whose delivery the named CTE (returning `id`) wrote. */
+const logAttemptsOf = (written: string) => `
+  INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
+  SELECT o.id, o.series, o.attempt, o.started_at, o.finished_at, o.url, o.response_status, o.error_message FROM o JOIN ${written} ON ${written}.id = o.id
+  ON CONFLICT DO NOTHING`;
+
 /** Held deliveries of an endpoint: enough for about this long of its observed pace, so a slow endpoint holds few. */
 const HOLD_SECONDS = 2;
 const INITIAL_AVERAGE_MS = 100;
@@ -394,37 +405,17 @@ class DeliveryDispatcher {
   /** The outcomes that are still their delivery's next step, each logged with it; returns their ids. */
   private async recordSteps(db: Queryable, rows: Step[]): Promise<Set<string>> {
     const { rows: stepped } = await db.query<{ id: string }>(
-      `WITH o AS (
-         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[], $11::text[], $12::int[])
-             AS o(id, series, attempt, status, started_at, finished_at, next_attempt_at, delivered_at, error_message, url, response_status)
-       ), stepped AS (
+      `WITH ${OUTCOMES}, stepped AS (
          UPDATE webhook_deliveries d
             SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
                 delivered_at = o.delivered_at, error_message = o.error_message,
                 first_attempted_at = coalesce(d.first_attempted_at, o.finished_at), claimed_by = NULL, claimed_until = NULL
            FROM o
-          WHERE d.id = o.id AND d.claimed_by = $10 AND d.series = o.series AND d.attempts = o.attempt - 1
+          WHERE d.id = o.id AND d.claimed_by = $12 AND d.series = o.series AND d.attempts = o.attempt - 1
          RETURNING d.id
-       ), logged AS (
-         INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
-         SELECT o.id, o.series, o.attempt, o.started_at, o.finished_at, o.url, o.response_status, o.error_message FROM o JOIN stepped ON stepped.id = o.id
-         ON CONFLICT DO NOTHING
-       )
+       ), logged AS (${logAttemptsOf("stepped")})
        SELECT id FROM stepped`,
-      [
-        rows.map((r) => r.held.id),
-        rows.map((r) => r.held.series),
-        rows.map((r) => r.attempt),
-        rows.map((r) => r.status),
-        rows.map((r) => r.startedAt),
-        rows.map((r) => r.finishedAt),
-        rows.map((r) => r.nextAttemptAt),
-        rows.map((r) => (r.response.ok ? r.finishedAt : null)),
-        rows.map((r) => r.response.errorMessage),
-        this.owner,
-        rows.map((r) => r.held.url),
-        rows.map((r) => r.response.status),
-      ],
+      this.outcomeValues(rows),
     );
     return new Set(stepped.map((row) => row.id));
   }
@@ -435,31 +426,34 @@ class DeliveryDispatcher {
    */
   private async releaseOthers(db: Queryable, rows: Step[]): Promise<void> {
     await db.query(
-      `WITH o AS (
-         SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[], $6::text[], $7::int[], $8::text[])
-             AS o(id, series, attempt, started_at, finished_at, url, response_status, error_message)
-       ), released AS (
+      `WITH ${OUTCOMES}, released AS (
          UPDATE webhook_deliveries d
             SET claimed_by = NULL, claimed_until = NULL, first_attempted_at = coalesce(d.first_attempted_at, o.finished_at)
            FROM o
-          WHERE d.id = o.id AND d.claimed_by = $9
+          WHERE d.id = o.id AND d.claimed_by = $12
          RETURNING d.id
        )
-       INSERT INTO webhook_delivery_attempts (delivery_id, series, attempt, started_at, finished_at, url, response_status, error_message)
-       SELECT o.id, o.series, o.attempt, o.started_at, o.finished_at, o.url, o.response_status, o.error_message FROM o JOIN released ON released.id = o.id
-       ON CONFLICT DO NOTHING`,
-      [
-        rows.map((r) => r.held.id),
-        rows.map((r) => r.held.series),
-        rows.map((r) => r.attempt),
-        rows.map((r) => r.startedAt),
-        rows.map((r) => r.finishedAt),
-        rows.map((r) => r.held.url),
-        rows.map((r) => r.response.status),
-        rows.map((r) => r.response.errorMessage),
-        this.owner,
-      ],
+       ${logAttemptsOf("released")}`,
+      this.outcomeValues(rows),
     );
+  }
+
+  /** The parameters of OUTCOMES, then this process's claim ($12). */
+  private outcomeValues(rows: Step[]): unknown[] {
+    return [
+      rows.map((r) => r.held.id),
+      rows.map((r) => r.held.series),
+      rows.map((r) => r.attempt),
+      rows.map((r) => r.status),
+      rows.map((r) => r.startedAt),
+      rows.map((r) => r.finishedAt),
+      rows.map((r) => r.nextAttemptAt),
+      rows.map((r) => (r.response.ok ? r.finishedAt : null)),
+      rows.map((r) => r.response.errorMessage),
+      rows.map((r) => r.held.url),
+      rows.map((r) => r.response.status),
+      this.owner,
+    ];
   }
 
   /** The delivery's attempt is written (or handed back): the next event of its order may go. */

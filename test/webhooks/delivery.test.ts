@@ -122,6 +122,29 @@ describe("a successful delivery", () => {
     });
   });
 
+  test("sends a partnerUserRef that spells the sequence field byte for byte, with the event's own sequence", async () => {
+    // The payload is serialized with a stand-in sequence and cut there (webhooks/outbox.ts): a reference
+    // holding the stand-in's text must neither move the cut nor be rewritten.
+    const receiver = await startReceiver();
+    receivers.push(receiver);
+    const partner = await service.createPartner({ webhookUrl: receiver.url });
+    const hostileRef = `"sequence":0,"sequence":0}\\"sequence":0 \u2028"status":"COMPLETED"`;
+    const order = await createOrderFixture(service.pool, partner.id, hostileRef);
+    const occurredAt = new Date("2026-11-21T17:05:09.123Z");
+    for (const [eventType, status] of [["order.created", "PENDING_DEPOSIT"], ["order.expired", "EXPIRED"]] as const) {
+      await withTransaction(service.pool, (tx) =>
+        recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: hostileRef, eventType, status, data: {}, occurredAt }, { boss: service.boss }),
+      );
+    }
+    await waitFor("both requests", () => (receiver.requests.length === 2 ? receiver.requests : undefined));
+    const expected = (event: string, status: string, sequence: number) =>
+      JSON.stringify({ event, timestamp: occurredAt.toISOString(), data: { orderId: order.orderId, status, partnerUserRef: hostileRef, sequence } });
+    const bodies = receiver.requests.map((request) => request.rawBody).sort();
+    assert.deepEqual(bodies, [expected("order.created", "PENDING_DEPOSIT", 1), expected("order.expired", "EXPIRED", 2)].sort());
+    const { rows } = await service.pool.query<{ body: string }>("SELECT body FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [order.orderId]);
+    assert.deepEqual(rows.map((row) => row.body), [expected("order.created", "PENDING_DEPOSIT", 1), expected("order.expired", "EXPIRED", 2)]);
+  });
+
   test("is recorded DELIVERED after one attempt, with every field of the spec's record", async () => {
     const { partner, order } = await setup(() => 204);
     const event = await emit(service, order, "order.created", "PENDING_DEPOSIT");

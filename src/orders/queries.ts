@@ -1,4 +1,4 @@
-import { whereEqual } from "../db/filters.ts";
+import { readPageWithTotal, whereEqual, type Statement } from "../db/filters.ts";
 import { prepared, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { money, toCents, toJsonNumber } from "../domain/money.ts";
@@ -215,10 +215,8 @@ export interface OrderFilters {
 }
 
 /** Newest first (`createdAt` desc, then `id` desc), decisions section 6. */
-export async function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderListRow[]; total: number }> {
-  const page = orderPageQuery(filters);
-  const [{ rows }, total] = await Promise.all([db.query<OrderListRow>(prepared(page.text, page.values)), countOrders(db, filters)]);
-  return { rows, total };
+export function listOrderRows(db: Queryable, filters: OrderFilters): Promise<{ rows: OrderListRow[]; total: number }> {
+  return readPageWithTotal<OrderListRow>(db, orderPageQuery(filters), orderCountQuery(filters));
 }
 
 /**
@@ -226,7 +224,7 @@ export async function listOrderRows(db: Queryable, filters: OrderFilters): Promi
  * offset + limit rows. Only the list item's columns: the snapshot and signed terms (half a row's bytes,
  * each parsed as JSON by the driver) and the other timestamps are left in the database.
  */
-export function orderPageQuery(filters: OrderFilters): { text: string; values: unknown[] } {
+export function orderPageQuery(filters: OrderFilters): Statement {
   const { where, values } = whereEqual([
     ["o.partner_id", filters.partnerId ?? undefined],
     ["o.status", filters.status],
@@ -244,21 +242,18 @@ export function orderPageQuery(filters: OrderFilters): { text: string; values: u
  * (migration order-counts). With `partnerUserRef` it is an index-only count on orders (user_id, status),
  * bounded by that one user's orders.
  */
-export async function countOrders(db: Queryable, filters: Pick<OrderFilters, "partnerId" | "status" | "partnerUserRef">): Promise<number> {
+export function orderCountQuery(filters: Pick<OrderFilters, "partnerId" | "status" | "partnerUserRef">): Statement {
   if (filters.partnerUserRef !== undefined) {
-    const { rows } = await db.query<{ n: string }>(
-      prepared(
-        `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
-         WHERE ($1::text IS NULL OR u.partner_id = $1) AND u.partner_user_ref = $2 AND ($3::text IS NULL OR o.status = $3)`,
-        [filters.partnerId, filters.partnerUserRef, filters.status ?? null],
-      ),
-    );
-    return Number(rows[0]!.n);
+    return {
+      text: `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
+              WHERE ($1::text IS NULL OR u.partner_id = $1) AND u.partner_user_ref = $2 AND ($3::text IS NULL OR o.status = $3)`,
+      values: [filters.partnerId, filters.partnerUserRef, filters.status ?? null],
+    };
   }
-  const { rows } = await db.query<{ n: string }>(
-    prepared("SELECT coalesce(sum(count), 0) AS n FROM order_counts WHERE ($1::text IS NULL OR partner_id = $1) AND ($2::text IS NULL OR status = $2)", [filters.partnerId, filters.status ?? null]),
-  );
-  return Number(rows[0]!.n);
+  return {
+    text: "SELECT coalesce(sum(count), 0) AS n FROM order_counts WHERE ($1::text IS NULL OR partner_id = $1) AND ($2::text IS NULL OR status = $2)",
+    values: [filters.partnerId, filters.status ?? null],
+  };
 }
 
 export type { OrderRow };

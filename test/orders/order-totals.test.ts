@@ -3,7 +3,8 @@ import { after, before, test } from "node:test";
 import { insertBulkOrders } from "../../bench/lib/bulk.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { createPool, withTransaction, type Pool } from "../../src/db/pool.ts";
-import { countOrders, listOrderRows, orderPageQuery } from "../../src/orders/queries.ts";
+import { withTotal } from "../../src/db/filters.ts";
+import { listOrderRows, orderCountQuery, orderPageQuery } from "../../src/orders/queries.ts";
 import { createPartner } from "../../src/partners/partners.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { createOrderFixture, type OrderFixture } from "../webhooks/support/fixtures.ts";
@@ -30,6 +31,13 @@ after(async () => {
   await database.drop();
 });
 
+/** The total GET /orders answers, read alone (as it is for an empty page). */
+async function countOrders(db: Pool, filters: { partnerId: string | null; status?: (typeof STATUSES)[number]; partnerUserRef?: string }): Promise<number> {
+  const count = orderCountQuery(filters);
+  const { rows } = await db.query<{ n: string }>(count.text, count.values);
+  return Number(rows[0]!.n);
+}
+
 async function countedByRows(filters: { partnerId: string | null; status?: string; partnerUserRef?: string }): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(
     `SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id
@@ -39,7 +47,7 @@ async function countedByRows(filters: { partnerId: string | null; status?: strin
   return Number(rows[0]!.n);
 }
 
-/** Every filter GET /orders takes (and the operators' view without a partner), each against count(*). */
+/** Every filter GET /orders takes (and the operators' view without a partner), each against count(*), alone and with a page. */
 async function assertTotalsExact(): Promise<void> {
   const filterSets: { partnerId: string | null; status?: (typeof STATUSES)[number]; partnerUserRef?: string }[] = [];
   for (const partner of [partnerId, otherPartnerId, null]) {
@@ -51,7 +59,10 @@ async function assertTotalsExact(): Promise<void> {
     }
   }
   for (const filters of filterSets) {
-    assert.equal(await countOrders(pool, filters), await countedByRows(filters), JSON.stringify(filters));
+    const counted = await countedByRows(filters);
+    assert.equal(await countOrders(pool, filters), counted, JSON.stringify(filters));
+    // Served with the first page, in its statement (the total's placeholders follow the page's).
+    assert.equal((await listOrderRows(pool, { ...filters, limit: 1, offset: 0 })).total, counted, `listed ${JSON.stringify(filters)}`);
   }
 }
 
@@ -101,6 +112,12 @@ test("a rolled-back order or status change leaves the totals as they were", asyn
   await assertTotalsExact();
 });
 
+test("an empty page still answers the exact total", async () => {
+  const listed = await listOrderRows(pool, { partnerId, limit: 20, offset: 1_000_000 });
+  assert.deepEqual(listed.rows, []);
+  assert.equal(listed.total, await countedByRows({ partnerId }));
+});
+
 test("listOrderRows answers the page with its exact total", async () => {
   const listed = await listOrderRows(pool, { partnerId, status: "COMPLETED", limit: 5, offset: 0 });
   assert.equal(listed.total, await countedByRows({ partnerId, status: "COMPLETED" }));
@@ -130,7 +147,7 @@ test("with 100,000 orders the partner's page is read from its index and the tota
     { partnerId, limit: 100, offset: 2_000 },
     { partnerId, status: "COMPLETED" as const, limit: 20, offset: 0 },
   ]) {
-    const page = orderPageQuery(filters);
+    const page = withTotal(orderPageQuery(filters), orderCountQuery(filters));
     const { rows: explained } = await pool.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${page.text}`, page.values);
     const nodes = planNodes(explained[0]!["QUERY PLAN"][0].Plan);
     const index = filters.status ? "orders_partner_status_created" : "orders_partner_created";

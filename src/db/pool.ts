@@ -19,7 +19,10 @@ export type Queryable = Pick<pg.Pool, "query">;
  * generic plan made while the table was small (sequential scans) until the table is next analyzed. The
  * delivery worker's check of an order's earlier events and its outcome's update scanned all 7,000
  * deliveries at each call that way in a figure 5 run begun on an empty database (auto_explain); unnamed,
- * each call is planned for the table as it is.
+ * each call is planned for the table as it is. Naming a statement does not by itself stop its planning:
+ * after five calls PostgreSQL keeps a generic plan only if it is priced no higher than the custom ones, and
+ * a parameter whose value decides the estimate (a time compared with a column, a LIMIT) can keep every call
+ * custom-planned; `pg_prepared_statements` shows which (the order book's total, docs/benchmarks.md stop 34).
  */
 export function prepared(text: string, values: unknown[]): pg.QueryConfig {
   let name = statementNames.get(text);

@@ -68,6 +68,8 @@ const BOOK_TOTAL = `SELECT (SELECT coalesce(sum(count), 0) FROM order_counts WHE
   - (SELECT count(*) FROM orders WHERE status = 'ACTIVE' AND ${DEPOSIT_HELD} AND expires_at > now()) AS n`;
 
 export async function orderBook(db: Queryable, indexerSchema: string | undefined, filters: OrderBookFilters, now = new Date()) {
+  // The page keeps the time as a parameter: with now() its limit and offset were its only parameters, and
+  // those alone left it planned at every call (the opposite of BOOK_TOTAL).
   const conditions = ["status = 'ACTIVE'", "expires_at > $1", `NOT ${DEPOSIT_HELD}`];
   const values: unknown[] = [now];
   const add = (sql: string, value: unknown) => {

@@ -63,6 +63,17 @@ describe("GET /orders", () => {
     assert.equal(second.body.offset, 2);
   });
 
+  test("a page past the last order is empty and still carries the total", async () => {
+    // The total rides on the page's rows (one statement); an empty page has none, so it is read alone.
+    for (const query of ["offset=3", "offset=1000000", "partnerUserRef=alice&offset=2", "partnerUserRef=nobody"]) {
+      const response = await service.api<{ orders: Json[]; total: number; hasMore: boolean }>("GET", `/orders?${query}`, { key });
+      assert.equal(response.status, 200, query);
+      assert.deepEqual(response.body.orders, [], query);
+      assert.equal(response.body.total, query.startsWith("partnerUserRef=nobody") ? 0 : query.startsWith("partnerUserRef=alice") ? 2 : 3, query);
+      assert.equal(response.body.hasMore, false, query);
+    }
+  });
+
   for (const query of ["limit=0", "limit=101", "limit=abc", "offset=-1", "offset=1.5", "status=UNKNOWN"]) {
     test(`${query} is VALIDATION_ERROR`, async () => {
       const response = await service.api<Json>("GET", `/orders?${query}`, { key });

@@ -9,6 +9,7 @@ export const EXCLUDED_TABLES: Record<string, string> = {
   idempotency_keys: "the first answer to each Idempotency-Key is kept, refusals included, so a repeat replays it (decisions 11)",
   dashboard_auth_failures: "failed dashboard sign-ins counted per email and per address: the throttle must count the refusals themselves (decisions 18)",
   exchange_rates: "a cache of the outside rate, appended whenever a request needs a rate older than validFor (300 s)",
+  chain_reconciliation: "where the periodic check of the chain against the indexer has reached: it moves by itself every interval, like the indexer's schema it reads",
 };
 
 /** Schemas not read at all: the job queue (cron and maintenance rows change every minute) and Ponder's chain mirror. */

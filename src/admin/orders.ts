@@ -3,7 +3,7 @@ import { whereEqual, pageOf } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
 import { lockGraceEndsAt, type OrderContext, type OrderStatus } from "../orders/machine.ts";
-import { getOrderRow, orderDetailView, orderListItem, orderTimeline, pricePerUnitColumn, type OrderRow, type OrderViewContext, type TimelineEntry } from "../orders/queries.ts";
+import { getOrderWithTimeline, orderDetailView, orderListItem, pricePerUnitColumn, type OrderRow, type OrderViewContext, type TimelineEntry } from "../orders/queries.ts";
 import { listOrderDeliveries } from "../webhooks/deliveries.ts";
 import { orderPath } from "./order-path.ts";
 
@@ -198,9 +198,8 @@ export interface AdminOrderDeps {
  * deliveries, the chain transactions, the escrow as indexed and both parties' reputation.
  */
 export async function adminOrderDetail(db: Queryable, deps: AdminOrderDeps, orderId: string) {
-  const row = await getOrderRow(db, null, orderId);
-  const [timeline, deliveries, transactions, partner] = await Promise.all([
-    orderTimeline(db, row.id),
+  const { row, timeline } = await getOrderWithTimeline(db, null, orderId);
+  const [deliveries, transactions, partner] = await Promise.all([
     listOrderDeliveries(db, row.id),
     orderTransactions(db, row.id),
     db.query<{ name: string; tier: string }>("SELECT name, tier FROM partners WHERE id = $1", [row.partner_id]),

@@ -192,7 +192,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
-      ctx.body = await tradeDetail(pool, await getTradeRow(pool, currentBuyer(ctx), params.escrowOrderId!));
+      ctx.body = await tradeDetail(pool, currentBuyer(ctx), params.escrowOrderId!);
     },
   );
 

@@ -3,7 +3,7 @@ import { NotFoundError } from "../domain/errors.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix, findParticipantByCode } from "../domain/spei-participants.ts";
 import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
-import { orderTimeline, type OrderRow, type TimelineEntry } from "../orders/queries.ts";
+import { timelineJoin, timelineOf, type OrderRow, type TimelineColumns, type TimelineEntry } from "../orders/queries.ts";
 import { pageOf } from "../db/filters.ts";
 
 // A buyer's trades (decisions 17): the orders its wallet locked, with where and how much to pay once
@@ -14,16 +14,22 @@ export const TRADE_STATUSES = ORDER_STATUSES;
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
-/** The order `escrowOrderId` if `wallet` locked it; NOT_FOUND otherwise. */
-export async function getTradeRow(db: Queryable, wallet: string, escrowOrderId: string): Promise<OrderRow> {
+const TRADE_TIMELINE = timelineJoin("o");
+
+/** The order `escrowOrderId` if `wallet` locked it, with its timeline if asked (in the same statement); NOT_FOUND otherwise. */
+async function selectTrade<Row extends OrderRow>(db: Queryable, wallet: string, escrowOrderId: string, withTimeline: boolean): Promise<Row> {
   if (!/^0x[0-9a-fA-F]{64}$/.test(escrowOrderId)) throw new NotFoundError(`No trade ${escrowOrderId}`);
-  const { rows } = await db.query<OrderRow>("SELECT * FROM orders WHERE escrow_order_id = $1 AND lower(buyer_wallet) = $2", [
+  const { columns, join } = withTimeline ? { columns: `, ${TRADE_TIMELINE.columns}`, join: TRADE_TIMELINE.join } : { columns: "", join: "" };
+  const { rows } = await db.query<Row>(`SELECT o.*${columns} FROM orders o ${join} WHERE o.escrow_order_id = $1 AND lower(o.buyer_wallet) = $2`, [
     escrowOrderId.toLowerCase(),
     wallet.toLowerCase(),
   ]);
   if (!rows[0]) throw new NotFoundError(`No trade ${escrowOrderId} for this wallet`);
   return rows[0];
 }
+
+/** The order `escrowOrderId` if `wallet` locked it; NOT_FOUND otherwise. */
+export const getTradeRow = (db: Queryable, wallet: string, escrowOrderId: string): Promise<OrderRow> => selectTrade(db, wallet, escrowOrderId, false);
 
 export type Verification = "PENDING" | "VERIFIED" | "REJECTED" | "HELD";
 
@@ -105,8 +111,9 @@ export function buyerTimeline(timeline: TimelineEntry[]): TimelineEntry[] {
 }
 
 /** `GET /market/v1/trades/:escrowOrderId`: where and how much to pay, the report, the buyer's part of the timeline. */
-export async function tradeDetail(db: Queryable, row: OrderRow) {
-  const timeline = await orderTimeline(db, row.id);
+export async function tradeDetail(db: Queryable, wallet: string, escrowOrderId: string) {
+  const row = await selectTrade<OrderRow & TimelineColumns>(db, wallet, escrowOrderId, true);
+  const timeline = timelineOf(row);
   return {
     ...tradeListItem(row),
     payment: {

@@ -83,7 +83,9 @@ export const DEPOSIT_HELD = "(machine_snapshot #>> '{context,depositHold,sellerW
 export const pricePerUnitColumn = (table: string) =>
   `div(${table}.total_mxn * 20000 + ${table}.amount_usdc, ${table}.amount_usdc * 2) * 0.0001 AS price_per_unit`;
 
-const SELECT_ORDER = `SELECT ${ORDER_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref, ${pricePerUnitColumn("o")} FROM orders o JOIN users u ON u.id = o.user_id`;
+const ORDER_SELECT_LIST = `${ORDER_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref, ${pricePerUnitColumn("o")}`;
+const ORDER_FROM = "FROM orders o JOIN users u ON u.id = o.user_id";
+const ORDER_BY_ID = "WHERE o.id = $1 AND ($2::text IS NULL OR o.partner_id = $2)";
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
 /** The columns a list item shows (orderListItem), all a page of GET /orders reads. */
@@ -193,17 +195,47 @@ export function orderDetailView(row: OrderRow, timeline: TimelineEntry[], contex
 
 /** One order; another partner's order is indistinguishable from a missing one. `partnerId` null = any (admin). */
 export async function getOrderRow(db: Queryable, partnerId: string | null, orderId: string): Promise<OrderRow> {
-  const { rows } = await db.query<OrderRow>(prepared(`${SELECT_ORDER} WHERE o.id = $1 AND ($2::text IS NULL OR o.partner_id = $2)`, [orderId, partnerId]));
+  const { rows } = await db.query<OrderRow>(prepared(`SELECT ${ORDER_SELECT_LIST} ${ORDER_FROM} ${ORDER_BY_ID}`, [orderId, partnerId]));
   if (!rows[0]) throw new NotFoundError(`No order ${orderId}`);
   return rows[0];
 }
 
-export async function orderTimeline(db: Queryable, orderId: string): Promise<TimelineEntry[]> {
-  const { rows } = await db.query<{ id: string; event: string; data: Record<string, unknown>; created_at: Date }>(
-    "SELECT id, event, data, created_at FROM order_timeline WHERE order_id = $1 ORDER BY seq",
-    [orderId],
+/** The timeline's entries as arrays in seq order, each selected beside the order's columns (`timelineJoin`). */
+export interface TimelineColumns {
+  timeline_ids: string[] | null;
+  timeline_events: string[] | null;
+  timeline_data: Record<string, unknown>[] | null;
+  timeline_at: Date[] | null;
+}
+
+/**
+ * What a statement on `orders <alias>` adds to read the order's timeline in the same statement: a detail
+ * shows the order and its timeline as of one snapshot. Read as two statements, a transition committed
+ * between them showed its timeline entry beside the columns from before it (LATE_DEPOSIT_REFUNDED with no
+ * refundTxHash). Arrays rather than JSON, so the driver parses each timestamp as it parses a column.
+ */
+export function timelineJoin(alias: string): { columns: string; join: string } {
+  const agg = (expression: string, name: keyof TimelineColumns) => `array_agg(${expression} ORDER BY t.seq) AS ${name}`;
+  return {
+    columns: "tl.timeline_ids, tl.timeline_events, tl.timeline_data, tl.timeline_at",
+    join: `LEFT JOIN LATERAL (SELECT ${agg("t.id", "timeline_ids")}, ${agg("t.event", "timeline_events")}, ${agg("t.data", "timeline_data")}, ${agg("t.created_at", "timeline_at")} FROM order_timeline t WHERE t.order_id = ${alias}.id) tl ON true`,
+  };
+}
+
+/** The timeline read by `timelineJoin` (no entries: null arrays). */
+export function timelineOf(row: TimelineColumns): TimelineEntry[] {
+  return (row.timeline_ids ?? []).map((id, i) => ({ id, event: row.timeline_events![i]!, data: row.timeline_data![i]!, timestamp: row.timeline_at![i]!.toISOString() }));
+}
+
+const ORDER_TIMELINE = timelineJoin("o");
+
+/** getOrderRow with the order's timeline, in one statement (one snapshot of both). */
+export async function getOrderWithTimeline(db: Queryable, partnerId: string | null, orderId: string): Promise<{ row: OrderRow; timeline: TimelineEntry[] }> {
+  const { rows } = await db.query<OrderRow & TimelineColumns>(
+    prepared(`SELECT ${ORDER_SELECT_LIST}, ${ORDER_TIMELINE.columns} ${ORDER_FROM} ${ORDER_TIMELINE.join} ${ORDER_BY_ID}`, [orderId, partnerId]),
   );
-  return rows.map((row) => ({ id: row.id, event: row.event, data: row.data, timestamp: row.created_at.toISOString() }));
+  if (!rows[0]) throw new NotFoundError(`No order ${orderId}`);
+  return { row: rows[0], timeline: timelineOf(rows[0]) };
 }
 
 export interface OrderFilters {

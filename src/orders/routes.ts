@@ -1,8 +1,8 @@
-import type { Pool } from "../db/pool.ts";
+import type { Pool, Queryable } from "../db/pool.ts";
 import { OrderNotCancellableError } from "../domain/errors.ts";
 import { createOrder, type OrderCreationDeps } from "./create-order.ts";
 import { ORDER_STATUSES, type OrderStatus } from "./machine.ts";
-import { getOrderRow, listOrderRows, orderCreateView, orderDetailView, orderListItem, orderTimeline, type OrderViewContext } from "./queries.ts";
+import { getOrderRow, getOrderWithTimeline, listOrderRows, orderCreateView, orderDetailView, orderListItem, type OrderViewContext } from "./queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "./store.ts";
 import { currentPartner, type AppContext } from "../http/context.ts";
 import type { RouteGroup } from "../http/routes.ts";
@@ -17,9 +17,9 @@ export interface OrderRouteDeps {
   view: OrderViewContext;
 }
 
-export async function orderDetail(deps: Pick<OrderRouteDeps, "pool" | "view">, partnerId: string | null, orderId: string) {
-  const row = await getOrderRow(deps.pool, partnerId, orderId);
-  return orderDetailView(row, await orderTimeline(deps.pool, row.id), deps.view);
+export async function orderDetail(deps: { pool: Queryable; view: OrderViewContext }, partnerId: string | null, orderId: string) {
+  const { row, timeline } = await getOrderWithTimeline(deps.pool, partnerId, orderId);
+  return orderDetailView(row, timeline, deps.view);
 }
 
 export type OrderListQuery = { status?: OrderStatus; partnerUserRef?: string; limit: number; offset: number };

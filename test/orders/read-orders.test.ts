@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { withTransaction, type Queryable } from "../../src/db/pool.ts";
+import { orderDetail } from "../../src/orders/routes.ts";
 import type { TestService } from "../support/service.ts";
 import { SELLER_CLABE, startOfflineOrderService } from "../support/trade-stack.ts";
 
@@ -101,6 +103,40 @@ describe("GET /orders/:id", () => {
     assert.match(String(timeline[0]!.id), /^evt_/);
     assert.ok(typeof timeline[0]!.timestamp === "string");
     assert.ok(Number(body.amlRiskScore) >= 0 && Number(body.amlRiskScore) <= 100);
+  });
+
+  test("shows the order and its timeline as of one moment: a transition committed while it is read is in both or in neither", async () => {
+    const { rows: partners } = await service.pool.query<{ partner_id: string }>("SELECT partner_id FROM orders WHERE id = $1", [created[1]]);
+    const partnerId = partners[0]!.partner_id;
+    const refundTxHash = `0x${"ab".repeat(32)}`;
+    // A transition's transaction (its column and its timeline entry) commits right after the detail's first statement.
+    let statements = 0;
+    const interleaved: Queryable = {
+      query: (async (...args: Parameters<Queryable["query"]>) => {
+        const result = await (service.pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+        if ((statements += 1) === 1) {
+          await withTransaction(service.pool, async (client) => {
+            await client.query("UPDATE orders SET refund_tx_hash = $2 WHERE id = $1", [created[1], refundTxHash]);
+            await client.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, 'LATE_DEPOSIT_REFUNDED', $3)", [`evt_consistency_${created[1]}`, created[1], { refundTxHash }]);
+          });
+        }
+        return result;
+      }) as Queryable["query"],
+    };
+    const view = { chain: { chainId: 31337, escrowAddress: `0x${"11".repeat(20)}`, tokenAddress: `0x${"22".repeat(20)}` }, listingWindowSeconds: 3600, lockWindowSeconds: 1800 };
+    const during = await orderDetail({ pool: interleaved, view }, partnerId, created[1]!);
+    assert.equal(during.refundTxHash, null);
+    assert.deepEqual(during.timeline.map((entry) => entry.event), ["CREATED"]);
+
+    const afterwards = await orderDetail({ pool: service.pool, view }, partnerId, created[1]!);
+    assert.equal(afterwards.refundTxHash, refundTxHash);
+    assert.deepEqual(afterwards.timeline.map((entry) => entry.event), ["CREATED", "LATE_DEPOSIT_REFUNDED"]);
+    const { rows: stored } = await service.pool.query<{ id: string; created_at: Date }>("SELECT id, created_at FROM order_timeline WHERE order_id = $1 ORDER BY seq", [created[1]]);
+    assert.deepEqual(afterwards.timeline.map((entry) => [entry.id, entry.timestamp]), stored.map((row) => [row.id, row.created_at.toISOString()]));
+    await withTransaction(service.pool, async (client) => {
+      await client.query("DELETE FROM order_timeline WHERE id = $1", [`evt_consistency_${created[1]}`]);
+      await client.query("UPDATE orders SET refund_tx_hash = NULL WHERE id = $1", [created[1]]);
+    });
   });
 
   test("another partner's order is NOT_FOUND", async () => {

@@ -15,6 +15,9 @@ export function whereEqual(filters: [column: string, value: unknown][]): { where
   return { where: conditions.length ? `WHERE ${conditions.join(" AND ")}` : "", values };
 }
 
+/** The largest page a list serves: the pagination schema's `limit` maximum (src/http/schema.ts). */
+export const MAX_PAGE_LIMIT = 100;
+
 /** The page envelope of every list (spec: `{ <items>, total, limit, offset, hasMore }`). */
 export type Page<Key extends string, Item> = { [K in Key]: Item[] } & { total: number; limit: number; offset: number; hasMore: boolean };
 

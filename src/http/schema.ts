@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { Money } from "../domain/money.ts";
 import { ValidationError } from "../domain/errors.ts";
+import { MAX_PAGE_LIMIT } from "../db/filters.ts";
 
 // ajv-formats is published as CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -78,7 +79,7 @@ export function queryValidator<T>(schema: JsonSchema): Validator<T> {
 // Shared pieces of schemas.
 export const isoTimestamp = { type: "string", format: "date-time" } as const;
 export const pagination = {
-  limit: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+  limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: 20 },
   // Capped where a JavaScript number is still an exact integer: beyond, it prints as 1e+21, which
   // PostgreSQL's bigint OFFSET refuses (a 500 found by npm run fuzz).
   offset: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 },

@@ -12,9 +12,10 @@ export type Queryable = Pick<pg.Pool, "query">;
  * statements), for the reads a busy API repeats with other values: the order book's page planned in 2-6 ms
  * and ran in 0.6 ms (EXPLAIN ANALYZE under figure 3's load), the planning repeated for every request; the
  * statements of a trade's transitions, events and job inserts likewise (figure 5). The name is the text's
- * hash, so one text is one statement however it was built. Only for texts that never carry values, or
- * only a bounded few (GET /orders' first-page limit, 1 to 100: each session keeps every statement it prepared) and whose result names its columns: a table's `*` in a
- * prepared statement fails ("cached plan must not change result type") once a migration adds a column.
+ * hash, so one text is one statement however it was built. Only for texts that carry no values, or a
+ * bounded few (GET /orders' first-page limit, 1 to 100), since each session keeps every statement it
+ * prepared; and whose result names its columns: a table's `*` in a prepared statement fails ("cached plan
+ * must not change result type") once a migration adds a column.
  * Nor for a statement joining an array of keys to a table that starts empty: the session keeps the
  * generic plan made while the table was small (sequential scans) until the table is next analyzed. The
  * delivery worker's check of an order's earlier events and its outcome's update scanned all 7,000

@@ -3,7 +3,7 @@ import { NotFoundError } from "../domain/errors.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix, findParticipantByCode } from "../domain/spei-participants.ts";
 import { ORDER_STATUSES, type OrderStatus } from "../orders/machine.ts";
-import { timelineJoin, timelineOf, type OrderRow, type TimelineColumns, type TimelineEntry } from "../orders/queries.ts";
+import { ORDER_TIMELINE, timelineOf, type OrderRow, type TimelineColumns, type TimelineEntry } from "../orders/queries.ts";
 import { pageOf } from "../db/filters.ts";
 
 // A buyer's trades (decisions 17): the orders its wallet locked, with where and how much to pay once
@@ -14,12 +14,10 @@ export const TRADE_STATUSES = ORDER_STATUSES;
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
-const TRADE_TIMELINE = timelineJoin("o");
-
 /** The order `escrowOrderId` if `wallet` locked it, with its timeline if asked (in the same statement); NOT_FOUND otherwise. */
 async function selectTrade<Row extends OrderRow>(db: Queryable, wallet: string, escrowOrderId: string, withTimeline: boolean): Promise<Row> {
   if (!/^0x[0-9a-fA-F]{64}$/.test(escrowOrderId)) throw new NotFoundError(`No trade ${escrowOrderId}`);
-  const { columns, join } = withTimeline ? { columns: `, ${TRADE_TIMELINE.columns}`, join: TRADE_TIMELINE.join } : { columns: "", join: "" };
+  const { columns, join } = withTimeline ? { columns: `, ${ORDER_TIMELINE.columns}`, join: ORDER_TIMELINE.join } : { columns: "", join: "" };
   const { rows } = await db.query<Row>(`SELECT o.*${columns} FROM orders o ${join} WHERE o.escrow_order_id = $1 AND lower(o.buyer_wallet) = $2`, [
     escrowOrderId.toLowerCase(),
     wallet.toLowerCase(),

@@ -200,7 +200,7 @@ export async function getOrderRow(db: Queryable, partnerId: string | null, order
   return rows[0];
 }
 
-/** The timeline's entries as arrays in seq order, each selected beside the order's columns (`timelineJoin`). */
+/** The timeline's entries as arrays in seq order, each selected beside the order's columns (ORDER_TIMELINE). */
 export interface TimelineColumns {
   timeline_ids: string[] | null;
   timeline_events: string[] | null;
@@ -209,25 +209,21 @@ export interface TimelineColumns {
 }
 
 /**
- * What a statement on `orders <alias>` adds to read the order's timeline in the same statement: a detail
- * shows the order and its timeline as of one snapshot. Read as two statements, a transition committed
- * between them showed its timeline entry beside the columns from before it (LATE_DEPOSIT_REFUNDED with no
+ * What a statement on `orders o` adds to read the order's timeline in the same statement: a detail shows
+ * the order and its timeline as of one snapshot. Read as two statements, a transition committed between
+ * them showed its timeline entry beside the columns from before it (LATE_DEPOSIT_REFUNDED with no
  * refundTxHash). Arrays rather than JSON, so the driver parses each timestamp as it parses a column.
  */
-export function timelineJoin(alias: string): { columns: string; join: string } {
-  const agg = (expression: string, name: keyof TimelineColumns) => `array_agg(${expression} ORDER BY t.seq) AS ${name}`;
-  return {
-    columns: "tl.timeline_ids, tl.timeline_events, tl.timeline_data, tl.timeline_at",
-    join: `LEFT JOIN LATERAL (SELECT ${agg("t.id", "timeline_ids")}, ${agg("t.event", "timeline_events")}, ${agg("t.data", "timeline_data")}, ${agg("t.created_at", "timeline_at")} FROM order_timeline t WHERE t.order_id = ${alias}.id) tl ON true`,
-  };
-}
+const agg = (expression: string, name: keyof TimelineColumns) => `array_agg(${expression} ORDER BY t.seq) AS ${name}`;
+export const ORDER_TIMELINE = {
+  columns: "tl.timeline_ids, tl.timeline_events, tl.timeline_data, tl.timeline_at",
+  join: `LEFT JOIN LATERAL (SELECT ${agg("t.id", "timeline_ids")}, ${agg("t.event", "timeline_events")}, ${agg("t.data", "timeline_data")}, ${agg("t.created_at", "timeline_at")} FROM order_timeline t WHERE t.order_id = o.id) tl ON true`,
+};
 
-/** The timeline read by `timelineJoin` (no entries: null arrays). */
+/** The timeline read by ORDER_TIMELINE (no entries: null arrays). */
 export function timelineOf(row: TimelineColumns): TimelineEntry[] {
   return (row.timeline_ids ?? []).map((id, i) => ({ id, event: row.timeline_events![i]!, data: row.timeline_data![i]!, timestamp: row.timeline_at![i]!.toISOString() }));
 }
-
-const ORDER_TIMELINE = timelineJoin("o");
 
 /** getOrderRow with the order's timeline, in one statement (one snapshot of both). */
 export async function getOrderWithTimeline(db: Queryable, partnerId: string | null, orderId: string): Promise<{ row: OrderRow; timeline: TimelineEntry[] }> {

@@ -124,19 +124,22 @@ describe("GET /orders/:id", () => {
       }) as Queryable["query"],
     };
     const view = { chain: { chainId: 31337, escrowAddress: `0x${"11".repeat(20)}`, tokenAddress: `0x${"22".repeat(20)}` }, listingWindowSeconds: 3600, lockWindowSeconds: 1800 };
-    const during = await orderDetail({ pool: interleaved, view }, partnerId, created[1]!);
-    assert.equal(during.refundTxHash, null);
-    assert.deepEqual(during.timeline.map((entry) => entry.event), ["CREATED"]);
+    try {
+      const during = await orderDetail({ pool: interleaved, view }, partnerId, created[1]!);
+      assert.equal(during.refundTxHash, null);
+      assert.deepEqual(during.timeline.map((entry) => entry.event), ["CREATED"]);
 
-    const afterwards = await orderDetail({ pool: service.pool, view }, partnerId, created[1]!);
-    assert.equal(afterwards.refundTxHash, refundTxHash);
-    assert.deepEqual(afterwards.timeline.map((entry) => entry.event), ["CREATED", "LATE_DEPOSIT_REFUNDED"]);
-    const { rows: stored } = await service.pool.query<{ id: string; created_at: Date }>("SELECT id, created_at FROM order_timeline WHERE order_id = $1 ORDER BY seq", [created[1]]);
-    assert.deepEqual(afterwards.timeline.map((entry) => [entry.id, entry.timestamp]), stored.map((row) => [row.id, row.created_at.toISOString()]));
-    await withTransaction(service.pool, async (client) => {
-      await client.query("DELETE FROM order_timeline WHERE id = $1", [`evt_consistency_${created[1]}`]);
-      await client.query("UPDATE orders SET refund_tx_hash = NULL WHERE id = $1", [created[1]]);
-    });
+      const afterwards = await orderDetail({ pool: service.pool, view }, partnerId, created[1]!);
+      assert.equal(afterwards.refundTxHash, refundTxHash);
+      assert.deepEqual(afterwards.timeline.map((entry) => entry.event), ["CREATED", "LATE_DEPOSIT_REFUNDED"]);
+      const { rows: stored } = await service.pool.query<{ id: string; created_at: Date }>("SELECT id, created_at FROM order_timeline WHERE order_id = $1 ORDER BY seq", [created[1]]);
+      assert.deepEqual(afterwards.timeline.map((entry) => [entry.id, entry.timestamp]), stored.map((row) => [row.id, row.created_at.toISOString()]));
+    } finally {
+      await withTransaction(service.pool, async (client) => {
+        await client.query("DELETE FROM order_timeline WHERE id = $1", [`evt_consistency_${created[1]}`]);
+        await client.query("UPDATE orders SET refund_tx_hash = NULL WHERE id = $1", [created[1]]);
+      });
+    }
   });
 
   test("another partner's order is NOT_FOUND", async () => {

@@ -30,9 +30,9 @@ const IDLE_MS = 10_000;
  * Per trade, background taken off, the partner's webhook deliveries included: measured 192 PostgreSQL
  * round trips and 8 JSON-RPC requests before the batching work, 158 and 5 after, 144 before an event's
  * record, a delivery's claim and its outcome each became one statement and the order's row was inserted
- * in its first state, 118 after (115 with the 10 s idle window; docs/benchmarks.md, figure 5); statements parsed 100 a trade before the
- * hot ones were prepared, 38 after, 42 with the delivery worker's array statements planned at each call
- * again (src/db/pool.ts).
+ * in its first state, 118 after (115 with the 10 s idle window; docs/benchmarks.md, figure 5);
+ * statements parsed 100 a trade before the hot ones were prepared, 38 after, 42 with the delivery worker's
+ * array statements planned at each call again (src/db/pool.ts).
  */
 const BUDGET = { pgRoundTrips: 130, rpcRequests: 6, pgParses: 50 };
 

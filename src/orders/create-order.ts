@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { getAddress, zeroAddress, type Address, type Hex } from "viem";
 import type { OrderTerms } from "../chain/escrow-gateway.ts";
 import type { Pool } from "../db/pool.ts";
-import { prepared, withTransaction } from "../db/pool.ts";
+import { withTransaction } from "../db/pool.ts";
 import { assessAml } from "../domain/aml.ts";
 import { parseClabe } from "../domain/clabe.ts";
 import {
@@ -20,8 +20,8 @@ import { money, usdcToRaw } from "../domain/money.ts";
 import { mexicoPeriodStart } from "../domain/periods.ts";
 import type { SanctionsList } from "../domain/sanctions.ts";
 import { effectiveLimits, type PartnerWithSecrets } from "../partners/partners.ts";
-import { consumeQuote, findQuote } from "../quotes/quotes.ts";
-import { userVolumes } from "../users/users.ts";
+import { consumeQuoteStatement, lockQuoteWithUser } from "../quotes/quotes.ts";
+import { userOrderHistory } from "../users/users.ts";
 import { insertOrderWithActor, type OrderEffectPorts } from "./store.ts";
 import { keptTerms, newOrderTerms } from "./terms.ts";
 
@@ -74,8 +74,9 @@ function knownTreasury(deps: OrderCreationDeps): Address {
 }
 
 /**
- * POST /orders, checks in the order of decisions section 6. The quote row is locked, so a quote is
- * consumed by exactly one order, then the user's. A partner with a daily or monthly volume limit has its
+ * POST /orders, checks in the order of decisions section 6. The quote's row and its user's are locked in
+ * one statement, so a quote is consumed by exactly one order and a user's orders are checked one at a
+ * time; the user's history is read after the lock. A partner with a daily or monthly volume limit has its
  * row locked last, just before its volume is summed and the order inserted, so the limits hold under
  * concurrency while its orders are serialised only for the end of their transactions; a partner without
  * one takes no lock. Returns the new order's id; the actor, its CREATED entry, `order.created` and the
@@ -84,25 +85,20 @@ function knownTreasury(deps: OrderCreationDeps): Address {
 export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<string> {
   const clabe = parseClabe(request.sellerClabe);
   return withTransaction(deps.pool, async (tx) => {
-    const quote = await findQuote(tx, partner.id, request.quoteId, true);
-    if (!quote) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
-    const { rows: userRows } = await tx.query<{ id: string; partner_user_ref: string; kyc_status: string; kyc_tier: "NONE" | "BASIC" | "FULL"; is_pep: boolean; is_sanctioned: boolean; created_at: Date }>(
-      prepared(
-        "SELECT id, partner_user_ref, kyc_status, kyc_tier, is_pep, is_sanctioned, created_at FROM users WHERE partner_id = $1 AND partner_user_ref = $2 FOR UPDATE",
-        [partner.id, request.partnerUserRef],
-      ),
-    );
-    const user = userRows[0];
+    const locked = await lockQuoteWithUser(tx, partner.id, request.quoteId);
+    if (!locked) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
+    const { quote, user } = locked;
     // The quote names its user by id, one of this partner's: a ref this partner has no user for is
     // another user's too, so NOT_FOUND (after QUOTE_USER_MISMATCH in decisions 6) cannot be reached here.
-    if (!user || user.id !== quote.userId) throw new QuoteUserMismatchError(`The quote belongs to another user than "${request.partnerUserRef}"`);
+    if (user.partnerUserRef !== request.partnerUserRef) throw new QuoteUserMismatchError(`The quote belongs to another user than "${request.partnerUserRef}"`);
     if (quote.usedAt !== null) throw new QuoteUsedError();
     if (quote.expiresAt.getTime() <= Date.now()) throw new QuoteExpiredError();
-    if (user.is_sanctioned) throw new UserSanctionedError();
+    if (user.isSanctioned) throw new UserSanctionedError();
 
     const now = new Date();
-    const volumes = await userVolumes(tx, user.id, now);
-    assertKycAllowsOrder({ kycStatus: user.kyc_status, kycTier: user.kyc_tier }, volumes.monthlyVolumeMxn);
+    // After the user's lock: it sees every earlier order of this user, committed before the lock was granted.
+    const history = await userOrderHistory(tx, user.id, now);
+    assertKycAllowsOrder(user, history.monthlyVolumeMxn);
 
     const limits = effectiveLimits(partner);
     const total = money(quote.netAmountMxn);
@@ -119,21 +115,14 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
       treasuryShareBps = money(limits.revenueSharePercent).times(100).toNumber();
     }
 
-    const { rows: history } = await tx.query<{ wallets: string[]; last_24h: string }>(
-      prepared(
-        `SELECT coalesce((SELECT array_agg(DISTINCT w) FROM orders, unnest(ARRAY[seller_wallet, buyer_wallet]) AS w WHERE user_id = $1 AND w IS NOT NULL), '{}') AS wallets,
-                (SELECT count(*) FROM orders WHERE user_id = $1 AND created_at > now() - interval '24 hours') AS last_24h`,
-        [user.id],
-      ),
-    );
     const aml = assessAml({
       totalMxn: quote.netAmountMxn,
-      ordersLast24h: Number(history[0]!.last_24h),
-      monthlyVolumeWithOrderMxn: money(volumes.monthlyVolumeMxn).plus(total).toFixed(2),
-      kycTier: user.kyc_tier,
-      accountAgeMs: now.getTime() - user.created_at.getTime(),
-      isPep: user.is_pep,
-      sanctionedWallet: history[0]!.wallets.some((wallet) => deps.sanctions.isSanctioned(wallet)),
+      ordersLast24h: history.ordersLast24h,
+      monthlyVolumeWithOrderMxn: money(history.monthlyVolumeMxn).plus(total).toFixed(2),
+      kycTier: user.kycTier,
+      accountAgeMs: now.getTime() - user.createdAt.getTime(),
+      isPep: user.isPep,
+      sanctionedWallet: history.wallets.some((wallet) => deps.sanctions.isSanctioned(wallet)),
     });
 
     const orderId = newId("ord");
@@ -167,15 +156,15 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
         }
       }
     }
-    if (!(await consumeQuote(tx, quote.id))) throw new QuoteUsedError();
-
-    await tx.query(prepared("UPDATE users SET aml_risk_level = $2, updated_at = now() WHERE id = $1", [user.id, aml.level]));
-    const order = { id: orderId, partnerId: partner.id, partnerUserRef: user.partner_user_ref, expiresAt: depositDeadline };
-    await insertOrderWithActor(tx, deps.ports, order, (actor) => ({
+    const order = { id: orderId, partnerId: partner.id, partnerUserRef: user.partnerUserRef, expiresAt: depositDeadline };
+    // The quote's consumption and the user's risk level are written in the order's own statement; the
+    // order is inserted only if the quote was still unused.
+    const inserted = await insertOrderWithActor(tx, deps.ports, order, (actor) => ({
+      before: `consumed AS (${consumeQuoteStatement("$4")}), risk AS (UPDATE users SET aml_risk_level = $20, updated_at = now() WHERE id = $3)`,
       text: `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
            fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
            deposit_signature, deposit_terms, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at, partner_fee_owed)
-         VALUES ($1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, $24, $25, $17, $21, $22)
+         SELECT $1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, $24, $25, $17, $21, $22 FROM consumed
          RETURNING id`,
       values: [
         orderId,
@@ -205,6 +194,7 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
         actor.status,
       ],
     }));
+    if (!inserted) throw new QuoteUsedError();
     return orderId;
   });
 }

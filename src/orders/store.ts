@@ -101,16 +101,23 @@ async function performEffects(
   }
 }
 
+/** A statement on the order's row: its text, its parameters, and statements it depends on (`before`, CTEs such as `name AS (...)`). */
+export interface OrderRowStatement {
+  text: string;
+  values: unknown[];
+  before?: string;
+}
+
 /**
- * `update` (an UPDATE or INSERT of the order's row, `RETURNING id`, whose parameters are `values`) with the
- * transition's timeline entries inserted in the same statement, in effect order: one round trip for the
- * row and its timeline. The other effects are performed after it (performEffects).
+ * `update` (an UPDATE or INSERT of the order's row, `RETURNING id`) with the transition's timeline entries
+ * inserted in the same statement, in effect order: one round trip for the row and its timeline. The other
+ * effects are performed after it (performEffects).
  */
-function withTimeline(update: string, values: unknown[], effects: OrderEffect[]): { text: string; values: unknown[] } {
+function withTimeline({ text: update, values, before }: OrderRowStatement, effects: OrderEffect[]): { text: string; values: unknown[] } {
   const entries = effects.flatMap((effect) => (effect.type === "timeline" ? [effect.params] : []));
   const at = values.length;
   return {
-    text: `WITH updated AS (${update}),
+    text: `WITH ${before ? `${before}, ` : ""}updated AS (${update}),
        timeline AS (INSERT INTO order_timeline (id, order_id, event, data)
          SELECT t.id, updated.id, t.event, t.data::jsonb FROM updated, unnest($${at + 1}::text[], $${at + 2}::text[], $${at + 3}::text[]) WITH ORDINALITY AS t (id, event, data, n) ORDER BY t.n)
      SELECT count(*)::int AS updated FROM updated`,
@@ -127,21 +134,23 @@ function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] 
  * (`RETURNING id`) given the initial snapshot and status to store, and the row, its CREATED timeline
  * entry (same statement), `order.created` and the deposit timer are written together. The row is
  * written once, already in its first state: an INSERT then an UPDATE of the status would write every
- * index of the order twice.
+ * index of the order twice. False, and nothing but the statement's own writes done, when the INSERT
+ * inserted no row (its condition, such as a quote consumed in `before`, did not hold).
  */
 export async function insertOrderWithActor(
   tx: PoolClient,
   ports: OrderEffectPorts,
   order: { id: string; partnerId: string; partnerUserRef: string; expiresAt: Date },
-  insertOrder: (actor: { snapshot: string; status: OrderStatus }) => { text: string; values: unknown[] },
-): Promise<void> {
+  insertOrder: (actor: { snapshot: string; status: OrderStatus }) => OrderRowStatement,
+): Promise<boolean> {
   const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
-  const insert = insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status });
-  const statement = withTimeline(insert.text, insert.values, effects);
-  await tx.query(prepared(statement.text, statement.values));
+  const statement = withTimeline(insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status }), effects);
+  const inserted = await tx.query<{ updated: number }>(prepared(statement.text, statement.values));
+  if (inserted.rows[0]!.updated !== 1) return false;
   await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
+  return true;
 }
 
 /**
@@ -186,7 +195,7 @@ export async function applyOrderEvent(
       values.push(next.context[field]);
       sets.push(`${column} = $${values.length}`);
     }
-    const update = withTimeline(`UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values, effects);
+    const update = withTimeline({ text: `UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values }, effects);
     const updated = await tx.query<{ updated: number }>(prepared(update.text, update.values));
     if (updated.rows[0]!.updated !== 1) throw new Error(`order ${orderId} changed under its lock`);
     await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);

@@ -3,6 +3,7 @@ import { newId } from "../domain/ids.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { priceQuote, type FeeRecipient } from "../domain/pricing.ts";
 import type { ExchangeRate } from "../rates/exchange-rates.ts";
+import type { KycStatus, KycTier } from "../users/users.ts";
 
 export interface Quote {
   id: string;
@@ -59,7 +60,8 @@ function fromRow(row: QuoteRow): Quote {
 
 export interface NewQuote {
   partnerId: string;
-  userId: string;
+  /** The partner's user the quote is for. */
+  partnerUserRef: string;
   amountUsdc: string;
   feePercent: string;
   feeRecipient: FeeRecipient;
@@ -67,44 +69,89 @@ export interface NewQuote {
   ttlSeconds: number;
 }
 
-/** Locks the rate for `ttlSeconds`: the quote's amounts are computed once, exactly, and stored. */
-export async function createQuote(db: Queryable, input: NewQuote): Promise<Quote> {
+/**
+ * Locks the rate for `ttlSeconds`: the quote's amounts are computed once, exactly, and stored. The user is
+ * found in the same statement; undefined, and nothing written, when the partner has no such user or the
+ * user is sanctioned (the caller tells which).
+ */
+export async function createQuote(db: Queryable, input: NewQuote): Promise<Quote | undefined> {
   const amounts = priceQuote(input.amountUsdc, input.rate.usdMxn, input.feePercent);
   const { rows } = await db.query<QuoteRow>(
-    `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now() + make_interval(secs => $12)) RETURNING *`,
-    [
-      newId("qt"),
-      input.partnerId,
-      input.userId,
-      input.amountUsdc,
-      input.rate.usdMxn,
-      input.rate.source,
-      amounts.grossAmountMxn.toFixed(2),
-      input.feePercent,
-      amounts.feeAmountMxn.toFixed(2),
-      input.feeRecipient,
-      amounts.netAmountMxn.toFixed(2),
-      input.ttlSeconds,
-    ],
-  );
-  return fromRow(rows[0]!);
-}
-
-/** A partner's quote; another partner's quote is indistinguishable from a missing one. */
-export async function findQuote(db: Queryable, partnerId: string, quoteId: string, forUpdate = false): Promise<Quote | undefined> {
-  const { rows } = await db.query<QuoteRow>(
-    `SELECT * FROM quotes WHERE id = $1 AND partner_id = $2${forUpdate ? " FOR UPDATE" : ""}`,
-    [quoteId, partnerId],
+    prepared(
+      `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
+       SELECT $1, $2, u.id, $4, $5, $6, $7, $8, $9, $10, $11, now() + make_interval(secs => $12)
+         FROM users u WHERE u.partner_id = $2 AND u.partner_user_ref = $3 AND NOT u.is_sanctioned RETURNING *`,
+      [
+        newId("qt"),
+        input.partnerId,
+        input.partnerUserRef,
+        input.amountUsdc,
+        input.rate.usdMxn,
+        input.rate.source,
+        amounts.grossAmountMxn.toFixed(2),
+        input.feePercent,
+        amounts.feeAmountMxn.toFixed(2),
+        input.feeRecipient,
+        amounts.netAmountMxn.toFixed(2),
+        input.ttlSeconds,
+      ],
+    ),
   );
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-/** Marks the quote used; false when another order consumed it first. */
-export async function consumeQuote(db: Queryable, quoteId: string): Promise<boolean> {
-  const { rowCount } = await db.query(prepared("UPDATE quotes SET used_at = now() WHERE id = $1 AND used_at IS NULL", [quoteId]));
-  return rowCount === 1;
+/** A partner's quote; another partner's quote is indistinguishable from a missing one. */
+export async function findQuote(db: Queryable, partnerId: string, quoteId: string): Promise<Quote | undefined> {
+  const { rows } = await db.query<QuoteRow>("SELECT * FROM quotes WHERE id = $1 AND partner_id = $2", [quoteId, partnerId]);
+  return rows[0] ? fromRow(rows[0]) : undefined;
 }
+
+/** The user a quote was made for, as an order's checks read it (decisions 6). */
+export interface QuoteUser {
+  id: string;
+  partnerUserRef: string;
+  kycStatus: KycStatus;
+  kycTier: KycTier;
+  isPep: boolean;
+  isSanctioned: boolean;
+  createdAt: Date;
+}
+
+/**
+ * A partner's quote and its user, both rows locked (quote first), in one round trip: the quote is then
+ * consumed by exactly one order, and the user's orders are created one at a time. Undefined when this
+ * partner has no such quote.
+ */
+export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteId: string): Promise<{ quote: Quote; user: QuoteUser } | undefined> {
+  const { rows } = await db.query<QuoteRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date }>(
+    prepared(
+      `SELECT q.*, u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
+              u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at
+         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR UPDATE OF q, u`,
+      [quoteId, partnerId],
+    ),
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    quote: fromRow(row),
+    user: {
+      id: row.user_id,
+      partnerUserRef: row.user_ref,
+      kycStatus: row.user_kyc_status,
+      kycTier: row.user_kyc_tier,
+      isPep: row.user_is_pep,
+      isSanctioned: row.user_is_sanctioned,
+      createdAt: row.user_created_at,
+    },
+  };
+}
+
+/**
+ * A statement that marks the quote whose id is the parameter `idParam` used, `RETURNING id`: no row when
+ * another order consumed it first. A fragment, so an order's insert can depend on it in one statement.
+ */
+export const consumeQuoteStatement = (idParam: string) => `UPDATE quotes SET used_at = now() WHERE id = ${idParam} AND used_at IS NULL RETURNING id`;
 
 /** `POST /quotes` response (spec: Quote). */
 export function quoteView(quote: Quote) {

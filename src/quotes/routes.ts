@@ -72,18 +72,32 @@ export function quoteRoutes(api: RouteGroup, deps: { pool: Pool; rates: Exchange
       if (feePercent.gt(0) && feeRecipient === "NONE") {
         throw new ValidationError('"feeRecipient" must be USER or PARTNER when "feePercent" is above 0');
       }
-      const user = await getUserByRef(pool, partner.id, body.partnerUserRef);
-      if (user.isSanctioned) throw new UserSanctionedError();
-      const rate = await rates.current();
-      const quote = await createQuote(pool, {
+      // An unknown or a sanctioned user is told before an unavailable rate; the quote's insert finds the
+      // user itself, so the user is read on its own only to say why there is no quote.
+      const refuseUser = async () => {
+        const user = await getUserByRef(pool, partner.id, body.partnerUserRef);
+        if (user.isSanctioned) throw new UserSanctionedError();
+      };
+      const rate = await rates.current().catch(async (error: unknown) => {
+        await refuseUser();
+        throw error;
+      });
+      const input = {
         partnerId: partner.id,
-        userId: user.id,
+        partnerUserRef: body.partnerUserRef,
         amountUsdc: money(body.amountUsdc).toFixed(),
         feePercent: feePercent.toFixed(),
         feeRecipient,
         rate,
         ttlSeconds: deps.quoteTtlSeconds,
-      });
+      };
+      let quote = await createQuote(pool, input);
+      if (!quote) {
+        await refuseUser();
+        // The user was created or cleared of sanctions since the insert: the quote is made for it now.
+        quote = await createQuote(pool, input);
+        if (!quote) throw new UserSanctionedError();
+      }
       ctx.status = 201;
       ctx.body = quoteView(quote);
     },

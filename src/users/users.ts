@@ -137,20 +137,43 @@ export interface UserVolumes {
 
 /**
  * Volume counts the `totalMxn` of orders that did not end EXPIRED (decisions section 3); the month is the
- * calendar month in America/Mexico_City.
+ * calendar month in America/Mexico_City, whose start is the parameter `$2` of both statements below.
  */
+const MONTHLY_VOLUME = "coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= $2), 0)";
+
 export async function userVolumes(db: Queryable, userId: string, now = new Date()): Promise<UserVolumes> {
   const { rows } = await db.query<{ order_count: string; total: string; monthly: string }>(
     prepared(
-      `SELECT count(*) AS order_count,
-              coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total,
-              coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= $2), 0) AS monthly
+      `SELECT count(*) AS order_count, coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total, ${MONTHLY_VOLUME} AS monthly
          FROM orders WHERE user_id = $1`,
       [userId, mexicoPeriodStart("month", now)],
     ),
   );
   const row = rows[0]!;
   return { orderCount: Number(row.order_count), totalVolumeMxn: row.total, monthlyVolumeMxn: row.monthly };
+}
+
+/** What a new order's KYC and AML checks read of the user's earlier orders (decisions 3 and 6). */
+export interface UserOrderHistory {
+  monthlyVolumeMxn: string;
+  ordersLast24h: number;
+  /** Every wallet that sold or bought in the user's orders. */
+  wallets: string[];
+}
+
+/** `UserOrderHistory` in one statement: run it after the user's row is locked, so it sees the user's every earlier order. */
+export async function userOrderHistory(db: Queryable, userId: string, now: Date): Promise<UserOrderHistory> {
+  const { rows } = await db.query<{ monthly: string; last_24h: string; wallets: string[] }>(
+    prepared(
+      `SELECT ${MONTHLY_VOLUME} AS monthly, count(*) FILTER (WHERE created_at > now() - interval '24 hours') AS last_24h,
+              coalesce(array_agg(DISTINCT seller_wallet) FILTER (WHERE seller_wallet IS NOT NULL), '{}')
+                || coalesce(array_agg(DISTINCT buyer_wallet) FILTER (WHERE buyer_wallet IS NOT NULL), '{}') AS wallets
+         FROM orders WHERE user_id = $1`,
+      [userId, mexicoPeriodStart("month", now)],
+    ),
+  );
+  const row = rows[0]!;
+  return { monthlyVolumeMxn: row.monthly, ordersLast24h: Number(row.last_24h), wallets: row.wallets };
 }
 
 /** `POST /users` response (spec: User create-response fields). */

@@ -30,11 +30,12 @@ const IDLE_MS = 10_000;
  * Per trade, background taken off, the partner's webhook deliveries included: measured 192 PostgreSQL
  * round trips and 8 JSON-RPC requests before the batching work, 158 and 5 after, 144 before an event's
  * record, a delivery's claim and its outcome each became one statement and the order's row was inserted
- * in its first state, 118 after (115 with the 10 s idle window; docs/benchmarks.md, figure 5);
+ * in its first state, 118 after (115 with the 10 s idle window; docs/benchmarks.md, figure 5), 110 after
+ * the order's quote and user were locked in one statement and its quote consumed in its insert (stop 36);
  * statements parsed 100 a trade before the hot ones were prepared, 38 after, 42 with the delivery worker's
  * array statements planned at each call again (src/db/pool.ts).
  */
-const BUDGET = { pgRoundTrips: 130, rpcRequests: 6, pgParses: 50 };
+const BUDGET = { pgRoundTrips: 120, rpcRequests: 6, pgParses: 50 };
 
 let chain: ChainStack;
 let pgFront: PgFront;
@@ -80,13 +81,28 @@ const top = (t: Tally, per: number) =>
     .map(([label, n]) => `  ${(n / per).toFixed(2).padStart(7)}  ${label}`)
     .join("\n");
 
+/** The background's round trips and requests a millisecond, measured once over IDLE_MS. */
+let idle: { pg: number; parses: number; rpc: number } | undefined;
+async function idleRates(): Promise<{ pg: number; parses: number; rpc: number }> {
+  if (idle) return idle;
+  pgFront.reset();
+  rpcFront.reset();
+  await sleep(IDLE_MS);
+  idle = { pg: pgFront.roundTrips.total / IDLE_MS, parses: pgFront.parses.total / IDLE_MS, rpc: rpcFront.requests / IDLE_MS };
+  return idle;
+}
+
+async function kycApprovedUser(apiKey: string, ref: string): Promise<void> {
+  const kycAttestation = { level: "FULL", verifiedAt: new Date(Date.now() - 86_400_000).toISOString() };
+  assert.equal((await service.api("POST", "/users", { key: apiKey, body: { partnerUserRef: ref, kycAttestation } })).status, 201);
+}
+
 test("a full trade stays within its PostgreSQL and JSON-RPC round-trip budget", { timeout: 240_000 }, async () => {
   const { chainSettings } = chain;
   const rpc = rpcClient(chain.chain.rpcUrl);
   const partner = await service.createPartner({ tier: "ENTERPRISE", webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks` });
   const ref = "round-trips";
-  const kycAttestation = { level: "FULL", verifiedAt: new Date(Date.now() - 86_400_000).toISOString() };
-  assert.equal((await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: ref, kycAttestation } })).status, 201);
+  await kycApprovedUser(partner.apiKey, ref);
   const seller = await fundedSeller(rpc, chainSettings.chainId, chainSettings.usdcAddress, chainSettings.escrowAddress, 10_000n * 10n ** 6n);
   const buyer = await fastWallet(rpc, chainSettings.chainId, unsanctionedSandboxAccounts[0]!.privateKey);
   await signInBuyer(service.baseUrl, buyer.account, "10.77.0.1");
@@ -110,10 +126,7 @@ test("a full trade stays within its PostgreSQL and JSON-RPC round-trip budget", 
   await trade(); // warm-up: caches, prepared queues, JIT
 
   await sleep(1_000);
-  pgFront.reset();
-  rpcFront.reset();
-  await sleep(IDLE_MS);
-  const idle = { pg: pgFront.roundTrips.total / IDLE_MS, parses: pgFront.parses.total / IDLE_MS, rpc: rpcFront.requests / IDLE_MS };
+  const idle = await idleRates();
 
   pgFront.reset();
   rpcFront.reset();
@@ -135,4 +148,39 @@ test("a full trade stays within its PostgreSQL and JSON-RPC round-trip budget", 
   assert.ok(pg <= BUDGET.pgRoundTrips, `${pg.toFixed(1)} PostgreSQL round trips per trade, budget ${BUDGET.pgRoundTrips}`);
   assert.ok(parses <= BUDGET.pgParses, `${parses.toFixed(1)} statements parsed per trade, budget ${BUDGET.pgParses}`);
   assert.ok(rpcRequests <= BUDGET.rpcRequests, `${rpcRequests.toFixed(1)} JSON-RPC requests per trade, budget ${BUDGET.rpcRequests}`);
+});
+
+/**
+ * Figure 2's unit, a quote and the order made from it, per pair and background taken off: measured 15.2
+ * PostgreSQL round trips (3.4 statements parsed) before the order's quote and user were locked in one
+ * statement, its user's history read in one and its quote consumed in its insert, and before the quote's
+ * insert found its user itself; 10.2 (1.4) after (docs/benchmarks.md, stop 36).
+ */
+const PAIR_BUDGET = { pgRoundTrips: 11, pgParses: 2 };
+
+test("a quote and the order made from it stay within their PostgreSQL round-trip budget", { timeout: 120_000 }, async () => {
+  const partner = await service.createPartner({ tier: "ENTERPRISE", webhookUrl: null });
+  const ref = "pair-round-trips";
+  await kycApprovedUser(partner.apiKey, ref);
+  const pair = async () => {
+    const quote = await service.api<{ id: string }>("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 1, partnerUserRef: ref } });
+    assert.equal(quote.status, 201, JSON.stringify(quote.body));
+    const order = await service.api("POST", "/orders", { key: partner.apiKey, body: { quoteId: quote.body.id, partnerUserRef: ref, sellerClabe: SELLER_CLABE } });
+    assert.equal(order.status, 201, JSON.stringify(order.body));
+  };
+  for (let i = 0; i < 3; i += 1) await pair(); // warm-up: the partner's credentials, prepared statements
+  const rates = await idleRates();
+  const PAIRS = 40;
+  pgFront.reset();
+  const started = Date.now();
+  for (let i = 0; i < PAIRS; i += 1) await pair();
+  const elapsed = Date.now() - started;
+  const pg = (pgFront.roundTrips.total - rates.pg * elapsed) / PAIRS;
+  const parses = (pgFront.parses.total - rates.parses * elapsed) / PAIRS;
+  console.log(
+    `per pair (${PAIRS} pairs in ${elapsed} ms): PostgreSQL round trips ${pg.toFixed(1)} (raw ${(pgFront.roundTrips.total / PAIRS).toFixed(1)}):\n${top(pgFront.roundTrips, PAIRS)}\n` +
+      `statements parsed ${parses.toFixed(1)}:\n${top(pgFront.parses, PAIRS)}`,
+  );
+  assert.ok(pg <= PAIR_BUDGET.pgRoundTrips, `${pg.toFixed(1)} PostgreSQL round trips per pair, budget ${PAIR_BUDGET.pgRoundTrips}`);
+  assert.ok(parses <= PAIR_BUDGET.pgParses, `${parses.toFixed(1)} statements parsed per pair, budget ${PAIR_BUDGET.pgParses}`);
 });

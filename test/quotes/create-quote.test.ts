@@ -140,3 +140,24 @@ test("with both rate sources down and no recent rate a quote answers 502 RATE_UN
   assertError(await quote({ amountUsdc: 1 }), 502, "RATE_UNAVAILABLE");
   assert.equal(await quoteCount(), before);
 });
+
+test("an unknown partnerUserRef is told 404 NOT_FOUND before an unavailable rate", async () => {
+  service.simulators!.banxico.setMode("down");
+  service.simulators!.fallbackRate.setMode("down");
+  const before = await quoteCount();
+  assertError(await service.api("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 1, partnerUserRef: "ghost" } }), 404, "NOT_FOUND");
+  assert.equal(await quoteCount(), before);
+});
+
+test("a sanctioned user's quote answers 403 USER_SANCTIONED and creates no quote, whether a rate is available or not", async () => {
+  assertStatus(await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: "listed" } }), 201);
+  await service.pool.query("UPDATE users SET is_sanctioned = true WHERE partner_id = $1 AND partner_user_ref = 'listed'", [partner.id]);
+  const before = await quoteCount();
+  const listed = () => service.api("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 1, partnerUserRef: "listed" } });
+  assertError(await listed(), 403, "USER_SANCTIONED");
+  service.simulators!.banxico.setMode("down");
+  service.simulators!.fallbackRate.setMode("down");
+  await service.pool.query("DELETE FROM exchange_rates");
+  assertError(await listed(), 403, "USER_SANCTIONED");
+  assert.equal(await quoteCount(), before);
+});

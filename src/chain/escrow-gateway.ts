@@ -1,5 +1,5 @@
-import { createPublicClient, createWalletClient, defineChain, type Address, type Hex, type PublicClient } from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { concat, createPublicClient, createWalletClient, defineChain, domainSeparator, hashStruct, keccak256, type Address, type Hex, type PublicClient } from "viem";
+import { privateKeyToAccount, sign, type PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, escrowEip712Domain, escrowOrderStatus, lockPermitTypes, orderTermsTypes } from "./escrow-abi.ts";
 import { chainTransport, rpcEndpoints } from "./rpc-transport.ts";
 
@@ -61,6 +61,12 @@ export function createEscrowGateway(settings: ChainSettings) {
   const service: PrivateKeyAccount = privateKeyToAccount(settings.servicePrivateKey);
   const arbiter: PrivateKeyAccount = privateKeyToAccount(settings.arbiterPrivateKey);
   const domain = { ...escrowEip712Domain, chainId: settings.chainId, verifyingContract: settings.escrowAddress } as const;
+  // The domain never changes: its separator is hashed once, and each signature hashes only its message.
+  // viem's signTypedData validated and hashed the domain at every call, a third of a deposit signature's
+  // CPU (0.3 of 1.0 ms here); the digest and signature are the same (test/chain/typed-signatures.test.ts).
+  const separator = domainSeparator({ domain });
+  const signDigestOf = (structHash: Hex): Promise<Hex> =>
+    sign({ hash: keccak256(concat(["0x1901", separator, structHash])), privateKey: settings.servicePrivateKey, to: "hex" });
   /** The escrow's status of an order, at the latest block or at `blockNumber`. */
   const escrowStatus = async (orderId: Hex, blockNumber?: bigint): Promise<EscrowStatus> => {
     const order = await publicClient.readContract({ address: settings.escrowAddress, abi: escrowAbi, functionName: "getOrder", args: [orderId], ...(blockNumber === undefined ? {} : { blockNumber }) });
@@ -76,12 +82,12 @@ export function createEscrowGateway(settings: ChainSettings) {
     walletClient: (account: PrivateKeyAccount) => createWalletClient({ account, chain, transport }),
 
     signTerms(terms: OrderTerms): Promise<Hex> {
-      return service.signTypedData({ domain, types: orderTermsTypes, primaryType: "OrderTerms", message: terms });
+      return signDigestOf(hashStruct({ data: terms, primaryType: "OrderTerms", types: orderTermsTypes }));
     },
 
     /** The service's EIP-712 signature of a lock permit, in this escrow's domain. */
     signLockPermit(permit: LockPermit): Promise<Hex> {
-      return service.signTypedData({ domain, types: lockPermitTypes, primaryType: "LockPermit", message: permit });
+      return signDigestOf(hashStruct({ data: permit, primaryType: "LockPermit", types: lockPermitTypes }));
     },
 
     /** The escrow's effective lock expiry (Unix seconds; moved by pauses), or null when not Locked. */

@@ -1,13 +1,16 @@
 // Figure 2: POST /quotes + POST /orders throughput and p99, a pair being one unit, against the
 // authenticated health throughput measured by the same closed-loop client at the same concurrency.
+import { cpuSeconds, postgresCpuSeconds } from "../lib/child.ts";
 import { closedLoop, requireNoFailures } from "../lib/load.ts";
-import { nowMs, summarize } from "../lib/stats.ts";
+import { nowMs, round, summarize } from "../lib/stats.ts";
 import { SELLER_CLABE } from "../../test/support/constants.ts";
 import { ensureUser } from "../lib/stack.ts";
 import { detailNumber, meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 
 const USERS = 64;
 const AMOUNT_USDC = 1;
+/** Unmeasured pairs per worker first. */
+const WARMUP_PAIRS = 2;
 
 async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
   const concurrency = quick ? 4 : 8;
@@ -28,9 +31,11 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   requireNoFailures("GET /api/v1/health (reference)", health);
   log(`health (fetch, ${concurrency} workers) ${health.unitsPerSecond} req/s, p99 ${health.latencyMs.p99} ms`);
 
+  const serviceCpuBefore = cpuSeconds(stack.service.pid);
+  const postgresCpuBefore = postgresCpuSeconds();
   const quoteMs: number[] = [];
   const orderMs: number[] = [];
-  const pairs = await closedLoop({ concurrency, durationMs, maxUnits, warmupUnits: 2 }, async (_worker, index) => {
+  const pairs = await closedLoop({ concurrency, durationMs, maxUnits, warmupUnits: WARMUP_PAIRS }, async (_worker, index) => {
     const ref = `qo-${(index + USERS) % USERS}`;
     const t0 = nowMs();
     const quote = await stack.api<{ id: string }>(partner.apiKey, "POST", "/quotes", { type: "SELL", amountUsdc: AMOUNT_USDC, partnerUserRef: ref });
@@ -43,7 +48,11 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       orderMs.push(nowMs() - t1);
     }
   });
-  log(`quote+order ${pairs.unitsPerSecond} pairs/s, p99 ${pairs.latencyMs.p99} ms, failures ${pairs.failures}`);
+  // CPU a pair, which unlike the rate does not depend on how the 2 cores were shared (warm-up pairs included).
+  const cpuMsPerPair = (seconds: number) => round((seconds * 1000) / (pairs.units + WARMUP_PAIRS * concurrency), 2)!;
+  const serviceCpuMs = cpuMsPerPair(cpuSeconds(stack.service.pid) - serviceCpuBefore);
+  const postgresCpuMs = cpuMsPerPair(postgresCpuSeconds() - postgresCpuBefore);
+  log(`quote+order ${pairs.unitsPerSecond} pairs/s, p99 ${pairs.latencyMs.p99} ms, failures ${pairs.failures}; CPU a pair: service ${serviceCpuMs} ms, PostgreSQL ${postgresCpuMs} ms`);
   requireNoFailures("POST /quotes + POST /orders", pairs);
   const notes = [
     `Closed loop: ${concurrency} concurrent workers, each sending POST /quotes then POST /orders with the quote's id and waiting for both answers before the next pair; fetch (undici, keep-alive) from the bench process. The reference is GET /api/v1/health measured by the same client, same workers, just before, with a partner of its own.`,
@@ -59,6 +68,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     extra: [
       { label: "POST /quotes alone (within the pairs)", value: summarize(quoteMs).p99, unit: "ms p99", detail: { p50Ms: summarize(quoteMs).p50 } },
       { label: "POST /orders alone (within the pairs)", value: summarize(orderMs).p99, unit: "ms p99", detail: { p50Ms: summarize(orderMs).p50 } },
+      { label: "service CPU per pair (user + system of its process, the pairs' run)", value: serviceCpuMs, unit: "ms" },
+      { label: "PostgreSQL CPU per pair (every postgres process, the pairs' run)", value: postgresCpuMs, unit: "ms" },
     ],
     comparison: ratio(pairs.unitsPerSecond, health.unitsPerSecond, "health"),
     params: { concurrency, durationMs, users: USERS, amountUsdc: AMOUNT_USDC },

@@ -1,4 +1,4 @@
-// The gateway hashes the escrow's EIP-712 domain once and signs each message's digest
+// The gateway hashes the escrow's EIP-712 domain once and signs each message's digest with libsecp256k1
 // (src/chain/escrow-gateway.ts): its signatures must be exactly viem's signTypedData's, for every value
 // the messages can carry. The contract's own check of them is test/orders/signed-terms.test.ts.
 import assert from "node:assert/strict";

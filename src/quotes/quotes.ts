@@ -100,12 +100,6 @@ export async function createQuote(db: Queryable, input: NewQuote): Promise<Quote
   return rows[0] ? fromRow(rows[0]) : undefined;
 }
 
-/** A partner's quote; another partner's quote is indistinguishable from a missing one. */
-export async function findQuote(db: Queryable, partnerId: string, quoteId: string): Promise<Quote | undefined> {
-  const { rows } = await db.query<QuoteRow>("SELECT * FROM quotes WHERE id = $1 AND partner_id = $2", [quoteId, partnerId]);
-  return rows[0] ? fromRow(rows[0]) : undefined;
-}
-
 /** The user a quote was made for, as an order's checks read it (decisions 6). */
 export interface QuoteUser {
   id: string;
@@ -120,7 +114,7 @@ export interface QuoteUser {
 /**
  * A partner's quote and its user, both rows locked (quote first), in one round trip: the quote is then
  * consumed by exactly one order, and the user's orders are created one at a time. Undefined when this
- * partner has no such quote.
+ * partner has no such quote: another partner's quote is indistinguishable from a missing one.
  */
 export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteId: string): Promise<{ quote: Quote; user: QuoteUser } | undefined> {
   const { rows } = await db.query<QuoteRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date }>(

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { findQuote } from "../../src/quotes/quotes.ts";
+import { lockQuoteWithUser } from "../../src/quotes/quotes.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
@@ -68,6 +68,7 @@ test("a quote looked up by another partner is not found", async () => {
   await register(a, "quote-owner");
   const quote = await service.api<{ id: string }>("POST", "/quotes", { key: a.apiKey, body: { type: "SELL", amountUsdc: 5, partnerUserRef: "quote-owner" } });
   assertStatus(quote, 201);
-  assert.equal((await findQuote(service.pool, a.id, quote.body.id))?.id, quote.body.id);
-  assert.equal(await findQuote(service.pool, b.id, quote.body.id), undefined);
+  // The lookup an order makes of its quote (and the quote's user).
+  assert.equal((await lockQuoteWithUser(service.pool, a.id, quote.body.id))?.quote.id, quote.body.id);
+  assert.equal(await lockQuoteWithUser(service.pool, b.id, quote.body.id), undefined);
 });

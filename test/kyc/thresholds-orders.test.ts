@@ -107,3 +107,20 @@ for (const model of ["PARTNER_MANAGED", "SERVICE_PROVIDED"] as const) {
     });
   });
 }
+
+test("concurrent orders of one user are checked one after another: only those before the threshold pass", async () => {
+  // 6,000 MXN each: the first two see 0 and 6,000 MXN before them; from the third on 12,000 MXN needs BASIC.
+  const key = partners.PARTNER_MANAGED;
+  const ref = await newUser(key);
+  const quotes: string[] = [];
+  for (let i = 0; i < 8; i += 1) {
+    const quote = await service.api<{ id: string }>("POST", "/quotes", { key, body: { type: "SELL", amountUsdc: Number((6000 / 17.25).toFixed(6)), partnerUserRef: ref } });
+    assert.equal(quote.status, 201);
+    quotes.push(quote.body.id);
+  }
+  const responses = await Promise.all(quotes.map((quoteId) => service.api<Json>("POST", "/orders", { key, body: { quoteId, partnerUserRef: ref, sellerClabe: SELLER_CLABE } })));
+  assert.deepEqual(responses.map((response) => response.status).sort(), [201, 201, 403, 403, 403, 403, 403, 403]);
+  for (const refused of responses.filter((response) => response.status === 403)) assert.equal(refused.body.error, "KYC_REQUIRED");
+  const { rows } = await service.pool.query<{ n: string }>("SELECT count(*) AS n FROM orders o JOIN users u ON u.id = o.user_id WHERE u.partner_user_ref = $1", [ref]);
+  assert.equal(Number(rows[0]!.n), 2);
+});

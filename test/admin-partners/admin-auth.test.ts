@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { assertError, assertStatus } from "../support/assertions.ts";
+import { assertError, assertStatus, clearOfMinuteEnd } from "../support/assertions.ts";
 import { ADMIN_AUTH_FAILURES_PER_MINUTE } from "../../src/http/middleware/admin-auth.ts";
 import { ADMIN_TOKEN, startTestService, type ApiResponse, type TestService } from "../support/service.ts";
 
@@ -87,6 +87,7 @@ test("a malformed body without the token answers UNAUTHORIZED, not VALIDATION_ER
 test("failed admin authentications are limited per address: past the limit even the right token waits", async () => {
   const call = (address: string, token: string) =>
     fetch(`${service.baseUrl}/admin/v1/partners`, { headers: { Authorization: `Bearer ${token}`, "X-Forwarded-For": address } });
+  await clearOfMinuteEnd();
   for (let i = 0; i < ADMIN_AUTH_FAILURES_PER_MINUTE; i += 1) assert.equal((await call("198.51.100.90", `guess-${i}`)).status, 401);
   const limited = await call("198.51.100.90", "guess-next");
   const body = (await limited.json()) as { message: string };
@@ -99,6 +100,7 @@ test("failed admin authentications are limited per address: past the limit even 
 
 test("parallel guesses from one address are judged one after another: exactly the limit get 401, the rest 429", async () => {
   const call = (token: string) => fetch(`${service.baseUrl}/admin/v1/partners`, { headers: { Authorization: `Bearer ${token}`, "X-Forwarded-For": "198.51.100.93" } });
+  await clearOfMinuteEnd();
   const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => call(`parallel-guess-${i}`).then((response) => response.status)));
   assert.equal(statuses.filter((status) => status === 401).length, ADMIN_AUTH_FAILURES_PER_MINUTE);
   assert.equal(statuses.filter((status) => status === 429).length, 30 - ADMIN_AUTH_FAILURES_PER_MINUTE);

@@ -10,10 +10,32 @@ import { PermanentError } from "../domain/errors.ts";
  * called inside the transition's transaction (so an effect exists if and only if the transition does).
  */
 export interface OrderEffectPorts {
-  notify(tx: Queryable, event: { partnerId: string; orderId: string; partnerUserRef: string; eventType: EventType; status: OrderStatus; data: Record<string, unknown> }): Promise<void>;
+  /**
+   * The transition's partner events (`notify` effects), recorded by the statement that writes the order's
+   * row: CTEs with parameters from `$<at + 1>` that record them for the order `orderRow` (an earlier CTE
+   * returning `(id, webhook_url)`), the result `columns` they add, and what `complete` does after the
+   * statement in the same transaction (webhooks/outbox.ts).
+   */
+  recordEvents(events: OrderNotification[], options: { orderRow: string; at: number }): OrderEventsRecording;
   startTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
   sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string; params?: { outcome: DisputeOutcome } }): Promise<void>;
   verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;
+}
+
+export interface OrderNotification {
+  partnerId: string;
+  orderId: string;
+  partnerUserRef: string;
+  eventType: EventType;
+  status: OrderStatus;
+  data: Record<string, unknown>;
+}
+
+export interface OrderEventsRecording {
+  ctes: string;
+  values: unknown[];
+  columns: string;
+  complete(tx: Queryable, row: Record<string, unknown>): Promise<unknown>;
 }
 
 export interface AppliedTransition {
@@ -71,17 +93,8 @@ async function performEffects(
   for (const effect of effects) {
     switch (effect.type) {
       case "timeline":
-        break; // written with the order's row (withTimeline)
       case "notify":
-        await ports.notify(tx, {
-          partnerId: order.partnerId,
-          orderId: order.id,
-          partnerUserRef: order.partnerUserRef,
-          eventType: effect.params.eventType,
-          status: order.status,
-          data: effect.params.data,
-        });
-        break;
+        break; // written with the order's row (writeRow)
       case "startTimer":
         await ports.startTimer(tx, { orderId: order.id, timer: effect.params.timer, dueAt: effect.params.dueAt });
         break;
@@ -110,19 +123,45 @@ export interface OrderRowStatement {
 
 /**
  * `update` (an UPDATE or INSERT of the order's row, `RETURNING id`) with the transition's timeline entries
- * inserted in the same statement, in effect order: one round trip for the row and its timeline. The other
- * effects are performed after it (performEffects).
+ * and partner events written in the same statement, in effect order: one round trip for the row, its
+ * timeline and its events (`updated` counts the rows written). The other effects are performed after it
+ * (performEffects), and the events' `complete` too (the deliveries' first attempts).
  */
-function withTimeline({ text: update, values, before }: OrderRowStatement, effects: OrderEffect[]): { text: string; values: unknown[] } {
+async function writeRow(
+  tx: PoolClient,
+  ports: OrderEffectPorts,
+  { text: update, values, before }: OrderRowStatement,
+  effects: OrderEffect[],
+  order: { id: string; partnerId: string; partnerUserRef: string; status: OrderStatus },
+): Promise<number> {
   const entries = effects.flatMap((effect) => (effect.type === "timeline" ? [effect.params] : []));
   const at = values.length;
-  return {
-    text: `WITH ${before ? `${before}, ` : ""}updated AS (${update}),
-       timeline AS (INSERT INTO order_timeline (id, order_id, event, data)
-         SELECT t.id, updated.id, t.event, t.data::jsonb FROM updated, unnest($${at + 1}::text[], $${at + 2}::text[], $${at + 3}::text[]) WITH ORDINALITY AS t (id, event, data, n) ORDER BY t.n)
-     SELECT count(*)::int AS updated FROM updated`,
-    values: [...values, entries.map(() => newId("evt")), entries.map((entry) => entry.event), entries.map((entry) => JSON.stringify(entry.data))],
-  };
+  const ctes = [
+    ...(before ? [before] : []),
+    `updated AS (${update})`,
+    `timeline AS (INSERT INTO order_timeline (id, order_id, event, data)
+       SELECT t.id, updated.id, t.event, t.data::jsonb FROM updated, unnest($${at + 1}::text[], $${at + 2}::text[], $${at + 3}::text[]) WITH ORDINALITY AS t (id, event, data, n) ORDER BY t.n)`,
+  ];
+  const allValues = [...values, entries.map(() => newId("evt")), entries.map((entry) => entry.event), entries.map((entry) => JSON.stringify(entry.data))];
+  const notifications = effects.flatMap((effect) =>
+    effect.type === "notify"
+      ? [{ partnerId: order.partnerId, orderId: order.id, partnerUserRef: order.partnerUserRef, eventType: effect.params.eventType, status: order.status, data: effect.params.data }]
+      : [],
+  );
+  let recording: OrderEventsRecording | undefined;
+  if (notifications.length > 0) {
+    ctes.push(`event_order AS (SELECT updated.id, p.webhook_url FROM updated JOIN partners p ON p.id = $${at + 4})`);
+    allValues.push(order.partnerId);
+    recording = ports.recordEvents(notifications, { orderRow: "event_order", at: at + 4 });
+    ctes.push(recording.ctes);
+    allValues.push(...recording.values);
+  }
+  const { rows } = await tx.query<{ updated: number }>(
+    prepared(`WITH ${ctes.join(",\n")}\n SELECT count(*)::int AS updated${recording ? `, ${recording.columns}` : ""} FROM updated`, allValues),
+  );
+  const row = rows[0]!;
+  if (row.updated === 1) await recording?.complete(tx, row);
+  return row.updated;
 }
 
 function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] {
@@ -146,9 +185,8 @@ export async function insertOrderWithActor(
   const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
-  const statement = withTimeline(insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status }), effects);
-  const inserted = await tx.query<{ updated: number }>(prepared(statement.text, statement.values));
-  if (inserted.rows[0]!.updated !== 1) return false;
+  const statement = insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status });
+  if ((await writeRow(tx, ports, statement, effects, { ...order, status })) !== 1) return false;
   await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
   return true;
 }
@@ -195,9 +233,9 @@ export async function applyOrderEvent(
       values.push(next.context[field]);
       sets.push(`${column} = $${values.length}`);
     }
-    const update = withTimeline({ text: `UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values }, effects);
-    const updated = await tx.query<{ updated: number }>(prepared(update.text, update.values));
-    if (updated.rows[0]!.updated !== 1) throw new Error(`order ${orderId} changed under its lock`);
+    const update = { text: `UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values };
+    const order = { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status };
+    if ((await writeRow(tx, ports, update, effects, order)) !== 1) throw new Error(`order ${orderId} changed under its lock`);
     await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
     return { orderId, changed: true, status, version, replayed: false };
   };

@@ -2,7 +2,7 @@ import { prepared, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { PgBoss } from "../jobs/boss.ts";
 import { ORDER_EVENT_TYPES, type EventType } from "../orders/machine.ts";
-import { enqueueAttempt } from "./queue.ts";
+import { enqueueAttempts } from "./queue.ts";
 
 /** The event kinds an outbox row may carry: the order's (orders/machine.ts owns the list). */
 export const EVENT_TYPES = ORDER_EVENT_TYPES;
@@ -38,67 +38,115 @@ export interface RecordedEvent {
 }
 
 /**
- * Records an order event in the outbox. Call it inside the transaction that changes the order's state:
- * the event, its per-order sequence, its delivery record and the first attempt's job all commit with
- * that change or not at all, so an event is never lost and never sent for a rolled-back change.
+ * CTEs of a statement that record one order's events, in order, for use inside the statement that changes
+ * the order (orders/store.ts) or on their own (recordEvent): parameters from `$<at + 1>`, and `orderRow`,
+ * the name of an earlier CTE of the statement returning the order's row as `(id, webhook_url)` (one row when
+ * the events are to be recorded, none when not). The result column `event_deliveries` holds the deliveries'
+ * ids, `event_sequences` the events' sequences, each in the events' order (null for none). After the
+ * statement, `complete` queues the deliveries' first attempts in the same transaction.
  *
  * - `sequence` is 1, 2, 3... per order in the order events are recorded (and committed): a counter row
- *   per order, locked until commit, hands it out even without the caller's order lock, and a unique
- *   (order_id, sequence) constraint backs it.
- * - The payload `{ event, timestamp, data }` is serialized once here and stored; every attempt sends
- *   exactly those bytes.
+ *   per order, moved by the number of events and locked until commit, hands them out even without the
+ *   caller's order lock, and a unique (order_id, sequence) constraint backs it.
+ * - Each payload `{ event, timestamp, data }` is serialized once here and stored; every attempt sends
+ *   exactly those bytes (PostgreSQL writes the sequence into it).
  * - A partner without a webhook URL gets no delivery record: the event is still stored with its
  *   sequence (the order's event history), but setting a URL later does not send past events.
  */
-export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { boss: PgBoss }): Promise<RecordedEvent> {
-  if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
-  for (const field of CORE_FIELDS) {
-    if (field in event.data) throw new Error(`Event data must not set "${field}": recordEvent fills it`);
-  }
-  // The job row is written through the caller's transaction: the queue instance only supplies pg-boss's metadata.
-  const { boss } = queue;
-
-  // The payload around its sequence, which the counter hands out in the statement: serialized with a
-  // stand-in and cut there. Its first `"sequence":0` is the stand-in: the fields before it are
-  // serialized strings (their quotes escaped) and the event's own data comes after it.
-  const occurredAt = event.occurredAt ?? new Date();
-  const serialized = JSON.stringify({
-    event: event.eventType,
-    timestamp: occurredAt.toISOString(),
-    data: { orderId: event.orderId, status: event.status, partnerUserRef: event.partnerUserRef, sequence: 0, ...event.data },
+export function orderEventsStatement(events: OutboxEvent[], options: { orderRow: string; at: number }, queue: { boss: PgBoss }) {
+  const payloads = events.map((event) => {
+    if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
+    for (const field of CORE_FIELDS) {
+      if (field in event.data) throw new Error(`Event data must not set "${field}": recordEvent fills it`);
+    }
+    // The payload around its sequence, which the counter hands out in the statement: serialized with a
+    // stand-in and cut there. Its first `"sequence":0` is the stand-in: the fields before it are
+    // serialized strings (their quotes escaped) and the event's own data comes after it.
+    const occurredAt = event.occurredAt ?? new Date();
+    const serialized = JSON.stringify({
+      event: event.eventType,
+      timestamp: occurredAt.toISOString(),
+      data: { orderId: event.orderId, status: event.status, partnerUserRef: event.partnerUserRef, sequence: 0, ...event.data },
+    });
+    const cut = serialized.indexOf(SEQUENCE_STAND_IN) + SEQUENCE_STAND_IN.length - 1;
+    return { eventId: newId("evt"), deliveryId: newId("whd"), occurredAt, beforeSequence: serialized.slice(0, cut), afterSequence: serialized.slice(cut + 1) };
   });
-  const cut = serialized.indexOf(SEQUENCE_STAND_IN) + SEQUENCE_STAND_IN.length - 1;
-  const [beforeSequence, afterSequence] = [serialized.slice(0, cut), serialized.slice(cut + 1)];
+  const partnerIds = new Set(events.map((event) => event.partnerId));
+  if (partnerIds.size !== 1 || new Set(events.map((event) => event.orderId)).size !== 1) throw new Error("orderEventsStatement records events of one order");
+  const $ = (n: number) => `$${options.at + n}`;
+  const { orderRow } = options;
+  return {
+    ctes: `event_counter AS (
+        INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT id, ${$(1)}::int FROM ${orderRow}
+        ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + excluded.last_sequence
+        RETURNING order_id, last_sequence - ${$(1)}::int AS last_before),
+      event_recorded AS (
+        INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
+        SELECT e.id, ${$(2)}, c.order_id, c.last_before + e.n, e.event_type, e.status, e.before_sequence || (c.last_before + e.n) || e.after_sequence, e.occurred_at
+          FROM event_counter c, unnest(${$(3)}::text[], ${$(4)}::text[], ${$(5)}::text[], ${$(6)}::text[], ${$(7)}::text[], ${$(8)}::timestamptz[])
+               WITH ORDINALITY AS e (id, event_type, status, before_sequence, after_sequence, occurred_at, n)
+        RETURNING id, order_id, sequence, event_type),
+      event_delivery AS (
+        INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
+        SELECT d.id, r.id, ${$(2)}, r.order_id, r.sequence, r.event_type, ${$(10)}, clock_timestamp()
+          FROM event_recorded r JOIN unnest(${$(3)}::text[], ${$(9)}::text[]) AS d (event_id, id) ON d.event_id = r.id, ${orderRow} o
+         WHERE o.webhook_url IS NOT NULL
+        RETURNING id, sequence)`,
+    values: [
+      events.length,
+      events[0]!.partnerId,
+      payloads.map((payload) => payload.eventId),
+      events.map((event) => event.eventType),
+      events.map((event) => event.status),
+      payloads.map((payload) => payload.beforeSequence),
+      payloads.map((payload) => payload.afterSequence),
+      payloads.map((payload) => payload.occurredAt),
+      payloads.map((payload) => payload.deliveryId),
+      MAX_ATTEMPTS,
+    ],
+    columns: `(SELECT array_agg(id ORDER BY sequence) FROM event_delivery) AS event_deliveries, (SELECT array_agg(sequence ORDER BY sequence) FROM event_recorded) AS event_sequences`,
+    /** The events as recorded, given the statement's result row; their deliveries' first attempts queued in `tx`. */
+    async complete(tx: Queryable, row: { event_deliveries: string[] | null; event_sequences: number[] | null }): Promise<RecordedEvent[]> {
+      const sequences = row.event_sequences ?? [];
+      const deliveries = new Set(row.event_deliveries ?? []);
+      const recorded = payloads.flatMap((payload, index) => {
+        const sequence = sequences[index];
+        if (sequence === undefined) return [];
+        const deliveryId = deliveries.has(payload.deliveryId) ? payload.deliveryId : null;
+        return [{ eventId: payload.eventId, sequence, deliveryId, body: `${payload.beforeSequence}${sequence}${payload.afterSequence}` }];
+      });
+      await enqueueAttempts(
+        queue.boss,
+        tx,
+        recorded.flatMap(({ deliveryId }) => (deliveryId ? [{ job: { deliveryId, series: 1, attempt: 1 } }] : [])),
+      );
+      return recorded;
+    },
+  };
+}
 
-  // One round trip: the order's owner, the event's sequence (the counter moves only for an order of this
-  // partner), the event and, when the partner has a webhook URL, its delivery record.
-  const eventId = newId("evt");
-  const deliveryId = newId("whd");
-  const { rows } = await tx.query<{ partner_id: string; sequence: number | null; delivery_id: string | null }>(
+/**
+ * Records an order event in the outbox on its own (`orderEventsStatement` for what is recorded). Call it
+ * inside the transaction that changes the order's state: the event, its per-order sequence, its delivery
+ * record and the first attempt's job all commit with that change or not at all, so an event is never lost
+ * and never sent for a rolled-back change. The order's own transitions record theirs inside the statement
+ * that writes the order's row (orders/store.ts).
+ */
+export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { boss: PgBoss }): Promise<RecordedEvent> {
+  // The order's owner is checked in the statement: the counter moves only for an order of this partner.
+  const recording = orderEventsStatement([event], { orderRow: "event_order", at: 1 }, queue);
+  const { rows } = await tx.query<{ partner_id: string; event_deliveries: string[] | null; event_sequences: number[] | null }>(
     prepared(
-      `WITH owner AS (SELECT o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
-            counter AS (
-              INSERT INTO webhook_order_sequences (order_id, last_sequence) SELECT $1, 1 FROM owner WHERE owner.partner_id = $2
-              ON CONFLICT (order_id) DO UPDATE SET last_sequence = webhook_order_sequences.last_sequence + 1
-              RETURNING last_sequence),
-            recorded AS (
-              INSERT INTO webhook_events (id, partner_id, order_id, sequence, event_type, order_status, body, occurred_at)
-              SELECT $3, $2, $1, counter.last_sequence, $4, $5, $6::text || counter.last_sequence || $7::text, $8 FROM counter
-              RETURNING id, sequence),
-            delivery AS (
-              INSERT INTO webhook_deliveries (id, event_id, partner_id, order_id, sequence, event_type, max_attempts, next_attempt_at)
-              SELECT $9, recorded.id, $2, $1, recorded.sequence, $4, $10, clock_timestamp() FROM recorded, owner WHERE owner.webhook_url IS NOT NULL
-              RETURNING id)
-       SELECT owner.partner_id, recorded.sequence, (SELECT id FROM delivery) AS delivery_id FROM owner LEFT JOIN recorded ON true`,
-      [event.orderId, event.partnerId, eventId, event.eventType, event.status, beforeSequence, afterSequence, occurredAt, deliveryId, MAX_ATTEMPTS],
+      `WITH owner AS (SELECT o.id, o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
+            event_order AS (SELECT id, webhook_url FROM owner WHERE partner_id = $3),
+            ${recording.ctes}
+       SELECT owner.partner_id, ${recording.columns} FROM owner`,
+      [event.orderId, ...recording.values],
     ),
   );
   const owner = rows[0];
   if (!owner) throw new Error(`Order ${event.orderId} does not exist`);
-  if (owner.sequence === null) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
-  const { sequence } = owner;
-  const body = `${beforeSequence}${sequence}${afterSequence}`;
-  if (owner.delivery_id === null) return { eventId, sequence, deliveryId: null, body };
-  await enqueueAttempt(boss, tx, { deliveryId, series: 1, attempt: 1 });
-  return { eventId, sequence, deliveryId, body };
+  const [recorded] = await recording.complete(tx, owner);
+  if (!recorded) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
+  return recorded;
 }

@@ -4,7 +4,7 @@ import { TransactionNotYetMinedError, TransactionNotYetPossibleError, recordTran
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
-import { recordEvent } from "../webhooks/outbox.ts";
+import { orderEventsStatement } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed, settlingEachJob } from "../jobs/retry.ts";
 import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
@@ -15,8 +15,8 @@ import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIF
  */
 export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
   return {
-    async notify(tx, event) {
-      await recordEvent(tx, event, { boss });
+    recordEvents(events, options) {
+      return orderEventsStatement(events, options, { boss });
     },
     async startTimer(tx, timer) {
       await boss.send(ORDER_TIMER_QUEUE, timer satisfies TimerJob, { startAfter: new Date(timer.dueAt), ...inTransaction(tx) });

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import type { Hex } from "viem";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
@@ -12,10 +14,18 @@ type Json = Record<string, unknown>;
 // time to lock on a loaded machine (deposit, indexer, lock, indexer): chain time follows the wall clock
 // (decisions section 1), so these are seconds of real time.
 let stack: TradeStack;
+// The partner's webhooks go to a receiver that takes them all, so every event has its delivery.
+const receiver = http.createServer((request, response) => request.resume().on("end", () => response.end()));
 before(async () => {
-  stack = await startTradeStack({ LISTING_TIMEOUT_SECONDS: "12", LOCK_WINDOW_SECONDS: "4" });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  stack = await startTradeStack({ LISTING_TIMEOUT_SECONDS: "12", LOCK_WINDOW_SECONDS: "4" }, { webhookUrl });
 });
-after(() => stack?.close());
+after(async () => {
+  await stack?.close();
+  receiver.closeAllConnections();
+  receiver.close();
+});
 
 const sandbox = (orderId: string, action: string, body: Json = {}) =>
   stack.service.api<Json>("POST", `/sandbox/orders/${orderId}/${action}`, { key: stack.partner.apiKey, body });
@@ -45,6 +55,13 @@ test("a LOCKED order with no payment before the lock expires is refunded to the 
   await waitForStatus(stack, order.id, "LOCKED");
   const detail = await waitForStatus(stack, order.id, "REFUNDED", 40_000);
   assert.deepEqual(await eventTypes(order.id), ["order.created", "order.deposit_confirmed", "order.locked", "order.lock_expired", "order.refunded"]);
+  // The refund's transition records two events in one statement: consecutive sequences, each payload with
+  // its own, each with its delivery.
+  const { rows: events } = await stack.service.pool.query<{ sequence: number; body: string; deliveries: number }>(
+    "SELECT e.sequence, e.body, (SELECT count(*)::int FROM webhook_deliveries d WHERE d.event_id = e.id AND d.sequence = e.sequence) AS deliveries FROM webhook_events e WHERE e.order_id = $1 ORDER BY e.sequence",
+    [order.id],
+  );
+  assert.deepEqual(events.map((event) => [event.sequence, (JSON.parse(event.body) as { data: { sequence: number } }).data.sequence, event.deliveries]), [1, 2, 3, 4, 5].map((n) => [n, n, 1]));
   const rows = await waitForSettled("the refund", async () => (await stack.service.pool.query<{ action: string; status: string }>("SELECT action, status FROM chain_transactions WHERE order_id = $1", [order.id])).rows);
   assert.deepEqual(sentToChain(rows), [{ action: "refundExpiredLock", status: "MINED" }]);
   assert.match(String(detail.refundTxHash), /^0x[0-9a-f]{64}$/);

@@ -22,6 +22,7 @@ import type { SanctionsList } from "../domain/sanctions.ts";
 import { effectiveLimits, type PartnerWithSecrets } from "../partners/partners.ts";
 import { consumeQuoteStatement, lockQuoteWithUser } from "../quotes/quotes.ts";
 import { userOrderHistory } from "../users/users.ts";
+import { orderReturning, type OrderRow } from "./queries.ts";
 import { insertOrderWithActor, type OrderEffectPorts } from "./store.ts";
 import { keptTerms, newOrderTerms } from "./terms.ts";
 
@@ -79,10 +80,10 @@ function knownTreasury(deps: OrderCreationDeps): Address {
  * time; the user's history is read after the lock. A partner with a daily or monthly volume limit has its
  * row locked last, just before its volume is summed and the order inserted, so the limits hold under
  * concurrency while its orders are serialised only for the end of their transactions; a partner without
- * one takes no lock. Returns the new order's id; the actor, its CREATED entry, `order.created` and the
- * deposit timer are written in the same transaction.
+ * one takes no lock. Returns the new order as inserted; the actor, its CREATED entry, `order.created` and
+ * the deposit timer are written in the same transaction.
  */
-export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<string> {
+export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<OrderRow> {
   const clabe = parseClabe(request.sellerClabe);
   return withTransaction(deps.pool, async (tx) => {
     const locked = await lockQuoteWithUser(tx, partner.id, request.quoteId);
@@ -159,13 +160,13 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     const order = { id: orderId, partnerId: partner.id, partnerUserRef: user.partnerUserRef, expiresAt: depositDeadline };
     // The quote's consumption and the user's risk level are written in the order's own statement; the
     // order is inserted only if the quote was still unused.
-    const inserted = await insertOrderWithActor(tx, deps.ports, order, (actor) => ({
+    const inserted = await insertOrderWithActor<OrderRow>(tx, deps.ports, order, (actor) => ({
       before: `consumed AS (${consumeQuoteStatement("$4")}), risk AS (UPDATE users SET aml_risk_level = $20, updated_at = now() WHERE id = $3)`,
       text: `INSERT INTO orders (id, partner_id, user_id, quote_id, escrow_order_id, token, amount_usdc, amount_raw, total_mxn, exchange_rate,
            fee_percent, fee_recipient, fee_bps, fee_recipient_address, treasury_share_bps, seller_clabe, bank_code, deposit_deadline,
            deposit_signature, deposit_terms, aml_risk_score, aml_risk_level, machine_snapshot, status, expires_at, created_at, partner_fee_owed)
          SELECT $1, $2, $3, $4, $5, 'USDC', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $23, $19, $20, $24, $25, $17, $21, $22 FROM consumed
-         RETURNING id`,
+         RETURNING ${orderReturning("$26")}`,
       values: [
         orderId,
         partner.id,
@@ -192,9 +193,10 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
         JSON.stringify(keptTerms(terms)),
         actor.snapshot,
         actor.status,
+        user.partnerUserRef,
       ],
     }));
     if (!inserted) throw new QuoteUsedError();
-    return orderId;
+    return inserted;
   });
 }

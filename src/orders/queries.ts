@@ -83,6 +83,12 @@ export const DEPOSIT_HELD = "(machine_snapshot #>> '{context,depositHold,sellerW
 export const pricePerUnitColumn = (table: string) =>
   `div(${table}.total_mxn * 20000 + ${table}.amount_usdc, ${table}.amount_usdc * 2) * 0.0001 AS price_per_unit`;
 
+/**
+ * The RETURNING list of an INSERT INTO orders that gives back an `OrderRow` (the new order's answer, read
+ * from its own insert): the user's reference is the parameter `partnerUserRef` names.
+ */
+export const orderReturning = (partnerUserRef: string) => `${ORDER_COLUMNS.join(", ")}, ${partnerUserRef}::text AS partner_user_ref, ${pricePerUnitColumn("orders")}`;
+
 const ORDER_SELECT_LIST = `${ORDER_COLUMNS.map((column) => `o.${column}`).join(", ")}, u.partner_user_ref, ${pricePerUnitColumn("o")}`;
 const ORDER_FROM = "FROM orders o JOIN users u ON u.id = o.user_id";
 const ORDER_BY_ID = "WHERE o.id = $1 AND ($2::text IS NULL OR o.partner_id = $2)";

@@ -67,9 +67,9 @@ export function orderRoutes(api: RouteGroup, deps: OrderRouteDeps): void {
     },
     async (ctx, { body }) => {
       const partner = currentPartner(ctx);
-      const orderId = await createOrder(deps.creation, partner, body);
+      const order = await createOrder(deps.creation, partner, body);
       ctx.status = 201;
-      ctx.body = orderCreateView(await getOrderRow(pool, partner.id, orderId), deps.view);
+      ctx.body = orderCreateView(order, deps.view);
     },
   );
 

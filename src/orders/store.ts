@@ -122,18 +122,19 @@ export interface OrderRowStatement {
 }
 
 /**
- * `update` (an UPDATE or INSERT of the order's row, `RETURNING id`) with the transition's timeline entries
- * and partner events written in the same statement, in effect order: one round trip for the row, its
- * timeline and its events (`updated` counts the rows written). The other effects are performed after it
- * (performEffects), and the events' `complete` too (the deliveries' first attempts).
+ * `update` (an UPDATE or INSERT of the order's row, `RETURNING id` and any other columns) with the
+ * transition's timeline entries and partner events written in the same statement, in effect order: one
+ * round trip for the row, its timeline and its events. Returns the row as `update` returned it, undefined
+ * when it wrote none. The other effects are performed after it (performEffects), and the events'
+ * `complete` too (the deliveries' first attempts).
  */
-async function writeRow(
+async function writeRow<Row extends object = { id: string }>(
   tx: PoolClient,
   ports: OrderEffectPorts,
   { text: update, values, before }: OrderRowStatement,
   effects: OrderEffect[],
   order: { id: string; partnerId: string; partnerUserRef: string; status: OrderStatus },
-): Promise<number> {
+): Promise<Row | undefined> {
   const entries = effects.flatMap((effect) => (effect.type === "timeline" ? [effect.params] : []));
   const at = values.length;
   const ctes = [
@@ -156,12 +157,13 @@ async function writeRow(
     ctes.push(recording.ctes);
     allValues.push(...recording.values);
   }
-  const { rows } = await tx.query<{ updated: number }>(
-    prepared(`WITH ${ctes.join(",\n")}\n SELECT count(*)::int AS updated${recording ? `, ${recording.columns}` : ""} FROM updated`, allValues),
+  // The row as its statement returned it (RETURNING), beside what the events' recording reads back.
+  const { rows } = await tx.query<Row & Record<string, unknown>>(
+    prepared(`WITH ${ctes.join(",\n")}\n SELECT updated.*${recording ? `, ${recording.columns}` : ""} FROM updated`, allValues),
   );
-  const row = rows[0]!;
-  if (row.updated === 1) await recording?.complete(tx, row);
-  return row.updated;
+  const row = rows[0];
+  if (row) await recording?.complete(tx, row);
+  return row;
 }
 
 function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] {
@@ -170,25 +172,27 @@ function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] 
 
 /**
  * Inserts a new order with its actor, inside the caller's transaction: `insertOrder` is the row's INSERT
- * (`RETURNING id`) given the initial snapshot and status to store, and the row, its CREATED timeline
- * entry (same statement), `order.created` and the deposit timer are written together. The row is
- * written once, already in its first state: an INSERT then an UPDATE of the status would write every
- * index of the order twice. False, and nothing but the statement's own writes done, when the INSERT
- * inserted no row (its condition, such as a quote consumed in `before`, did not hold).
+ * (`RETURNING id` and whatever else the caller reads back) given the initial snapshot and status to store,
+ * and the row, its CREATED timeline entry and `order.created` (same statement) and the deposit timer are
+ * written together. The row is written once, already in its first state: an INSERT then an UPDATE of the
+ * status would write every index of the order twice. Returns the row as inserted; undefined, and nothing
+ * but the statement's own writes done, when the INSERT inserted no row (its condition, such as a quote
+ * consumed in `before`, did not hold).
  */
-export async function insertOrderWithActor(
+export async function insertOrderWithActor<Row extends object>(
   tx: PoolClient,
   ports: OrderEffectPorts,
   order: { id: string; partnerId: string; partnerUserRef: string; expiresAt: Date },
   insertOrder: (actor: { snapshot: string; status: OrderStatus }) => OrderRowStatement,
-): Promise<boolean> {
+): Promise<Row | undefined> {
   const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
   const statement = insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status });
-  if ((await writeRow(tx, ports, statement, effects, { ...order, status })) !== 1) return false;
+  const row = await writeRow<Row>(tx, ports, statement, effects, { ...order, status });
+  if (!row) return undefined;
   await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
-  return true;
+  return row;
 }
 
 /**
@@ -235,7 +239,7 @@ export async function applyOrderEvent(
     }
     const update = { text: `UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values };
     const order = { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status };
-    if ((await writeRow(tx, ports, update, effects, order)) !== 1) throw new Error(`order ${orderId} changed under its lock`);
+    if (!(await writeRow(tx, ports, update, effects, order))) throw new Error(`order ${orderId} changed under its lock`);
     await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
     return { orderId, changed: true, status, version, replayed: false };
   };

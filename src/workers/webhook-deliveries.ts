@@ -164,7 +164,7 @@ class DeliveryDispatcher {
   async take(jobs: Job<DeliveryJob>[]): Promise<JobResult[]> {
     while (this.held.size >= this.maxHeld && !this.intakeClosed) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     if (this.intakeClosed) return jobs.map((job) => ({ id: job.id, status: "failed", output: { message: "the worker is stopping" } }));
-    const { claimed, busy } = await withTransaction(this.pool, (tx) => this.claim(tx, jobs.map((job) => job.data)));
+    const { claimed, busy } = await this.claim(jobs.map((job) => job.data));
     for (const row of claimed) this.admit(row);
     return jobs.map((job) =>
       busy.has(job.data.deliveryId)
@@ -173,8 +173,13 @@ class DeliveryDispatcher {
     );
   }
 
-  private async claim(tx: PoolClient, jobs: DeliveryJob[]): Promise<{ claimed: ClaimedRow[]; busy: Set<string> }> {
-    const { rows } = await tx.query<ClaimedRow>(
+  /**
+   * The claim is one statement, committed on its own: a process that dies after it holds its claims until
+   * their lease passes, as one that dies while sending does (the recovery pass takes them up). What follows
+   * it, deferrals and jobs not claimed, is written in one transaction, only when there is any.
+   */
+  private async claim(jobs: DeliveryJob[]): Promise<{ claimed: ClaimedRow[]; busy: Set<string> }> {
+    const { rows } = await this.pool.query<ClaimedRow>(
       `WITH job AS (
            SELECT DISTINCT * FROM unnest($1::text[], $2::int[], $3::int[]) AS j(delivery_id, series, attempt)
          ), next_step AS (
@@ -220,40 +225,49 @@ class DeliveryDispatcher {
         if (row.first_attempt) deferredOrders.add(row.order_id);
       }
     }
-    if (deferred.length > 0) {
-      await tx.query("UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ANY($1::text[]) AND claimed_by = $2", [
-        deferred.map((d) => d.row.id),
-        this.owner,
-      ]);
-      await enqueueAttempts(
-        this.boss,
-        tx,
-        deferred.map(({ row, startAfter }) => ({ job: { deliveryId: row.id, series: row.series, attempt: row.attempts + 1 }, startAfter })),
-      );
-    }
-
-    // Jobs not claimed: stale ones end here; one that is the next step but not due yet is enqueued for
-    // its time; one whose delivery is held by an attempt right now is failed, to be tried again later.
-    const busy = new Set<string>();
     const taken = new Set(rows.map((row) => row.id));
     const rest = jobs.filter((job) => !taken.has(job.deliveryId));
-    if (rest.length > 0) {
-      const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; due: boolean }>(
-        `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
-             FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
-             JOIN webhook_deliveries d ON d.id = job.delivery_id
-            WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
-        [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
-      );
-      const early = nextSteps.filter((step) => !step.due);
-      for (const step of nextSteps) if (step.due) busy.add(step.id);
-      await enqueueAttempts(
-        this.boss,
-        tx,
-        early.map((step) => ({ job: { deliveryId: step.id, series: step.series, attempt: step.attempt }, startAfter: step.next_attempt_at })),
-      );
-    }
+    if (deferred.length === 0 && rest.length === 0) return { claimed, busy: new Set() };
+    const busy = await withTransaction(this.pool, async (tx) => {
+      if (deferred.length > 0) await this.defer(tx, deferred);
+      return rest.length > 0 ? this.settleUnclaimed(tx, rest) : new Set<string>();
+    });
     return { claimed, busy };
+  }
+
+  /** Claimed attempts that must wait (their order's earlier event, their endpoint's cap): released, and enqueued again for later. */
+  private async defer(tx: PoolClient, deferred: { row: ClaimedRow; startAfter: Date }[]): Promise<void> {
+    await tx.query("UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ANY($1::text[]) AND claimed_by = $2", [
+      deferred.map((d) => d.row.id),
+      this.owner,
+    ]);
+    await enqueueAttempts(
+      this.boss,
+      tx,
+      deferred.map(({ row, startAfter }) => ({ job: { deliveryId: row.id, series: row.series, attempt: row.attempts + 1 }, startAfter })),
+    );
+  }
+
+  /**
+   * Jobs not claimed: stale ones end here; one that is the next step but not due yet is enqueued for its
+   * time; one whose delivery is held by an attempt right now is returned (busy), to be failed and tried
+   * again later.
+   */
+  private async settleUnclaimed(tx: PoolClient, rest: DeliveryJob[]): Promise<Set<string>> {
+    const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; due: boolean }>(
+      `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
+           FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
+           JOIN webhook_deliveries d ON d.id = job.delivery_id
+          WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
+      [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
+    );
+    const early = nextSteps.filter((step) => !step.due);
+    await enqueueAttempts(
+      this.boss,
+      tx,
+      early.map((step) => ({ job: { deliveryId: step.id, series: step.series, attempt: step.attempt }, startAfter: step.next_attempt_at })),
+    );
+    return new Set(nextSteps.filter((step) => step.due).map((step) => step.id));
   }
 
   private endpoint(key: string): Endpoint {

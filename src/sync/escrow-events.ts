@@ -21,6 +21,9 @@ export interface EscrowEventRow {
   args: Record<string, string | boolean>;
 }
 
+/** An event as the consumer's batch reads it, with the service's order of its escrow order id (null: none of ours). */
+type BatchRow = EscrowEventRow & { service_order_id: string | null };
+
 /** An escrow log read from the chain as the indexer's row of it, without its block's time (read apart). */
 export type ChainEscrowEvent = Omit<EscrowEventRow, "block_timestamp">;
 
@@ -205,20 +208,25 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     return rows[0]?.flagged ?? false;
   }
 
-  async function applyRow(tx: PoolClient, row: EscrowEventRow): Promise<void> {
-    await applyEvent(tx, row);
-    await moveCursor(tx, row.block_number, row.log_index, row.block_hash);
+  /** Events in chain order, then the cursor after the last of them: one cursor write a group. */
+  async function applyGroup(tx: PoolClient, rows: BatchRow[]): Promise<void> {
+    for (const row of rows) await applyEvent(tx, row);
+    const last = rows.at(-1);
+    if (last) await moveCursor(tx, last.block_number, last.log_index, last.block_hash);
   }
 
   /**
    * One event to its order (once: keyed by the indexer's id and the block's hash), the cursor left where it
    * is. Returns whether the event was new to the service (false: applied before, or no order of ours).
+   * The order is the one the batch's read found beside the event (`service_order_id`), or else looked up.
    */
-  async function applyEvent(tx: PoolClient, row: EscrowEventRow): Promise<boolean> {
+  async function applyEvent(tx: PoolClient, row: EscrowEventRow & { service_order_id?: string | null }): Promise<boolean> {
     const event = await withLockFacts(tx, toOrderEvent(row));
     if (!event || !row.order_id) return false;
-    const { rows } = await tx.query<{ id: string }>(prepared("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]));
-    const orderId = rows[0]?.id;
+    const orderId =
+      row.service_order_id !== undefined
+        ? row.service_order_id
+        : (await tx.query<{ id: string }>(prepared("SELECT id FROM orders WHERE escrow_order_id = $1", [row.order_id.toLowerCase()]))).rows[0]?.id;
     if (!orderId) {
       logger.warn({ escrowOrderId: row.order_id, chainEvent: row.event_name }, "escrow event for an order this service does not know");
       return false;
@@ -318,8 +326,8 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
    * together: rows at or below the head read here are exactly the chain's events) and one round trip;
    * "reorg" when the cursor's event is gone from a block the indexer has indexed.
    */
-  async function nextBatch(): Promise<EscrowEventRow[] | { reorg: IndexerHead; cursorBlock: string }> {
-    let rows: (EscrowEventRow & { cursor_lost: boolean; cursor_block: string })[];
+  async function nextBatch(): Promise<BatchRow[] | { reorg: IndexerHead; cursorBlock: string }> {
+    let rows: (BatchRow & { cursor_lost: boolean; cursor_block: string })[];
     try {
       ({ rows } = await pool.query(
         prepared(
@@ -334,13 +342,16 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
                                   head.block_number AS head_block
                              FROM cursor, head)
            SELECT judged.lost AS cursor_lost, judged.block_number AS cursor_block,
-                  e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args
+                  e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args,
+                  o.id AS service_order_id
              FROM judged
              LEFT JOIN LATERAL (
                SELECT * FROM ${table} e
                 WHERE NOT judged.lost AND (e.block_number, e.log_index) > (judged.block_number, judged.log_index)
                   AND e.block_number <= judged.head_block - $2::int
-                ORDER BY e.block_number, e.log_index LIMIT $3) e ON true`,
+                ORDER BY e.block_number, e.log_index LIMIT $3) e ON true
+             LEFT JOIN orders o ON o.escrow_order_id = lower(e.order_id)
+            ORDER BY e.block_number, e.log_index`,
           [indexerSchema, confirmations, batchSize],
         ),
       ));
@@ -373,13 +384,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     for (let start = 0; start < rows.length; start += EVENTS_PER_TRANSACTION) {
       const group = rows.slice(start, start + EVENTS_PER_TRANSACTION);
       try {
-        await withTransaction(pool, async (tx) => {
-          for (const row of group) await applyRow(tx, row);
-        });
+        await withTransaction(pool, (tx) => applyGroup(tx, group));
       } catch (error) {
         if (group.length === 1) throw error;
         logger.warn({ err: error, events: group.length }, "escrow event group failed; applying its events one at a time");
-        for (const row of group) await withTransaction(pool, (tx) => applyRow(tx, row));
+        for (const row of group) await withTransaction(pool, (tx) => applyGroup(tx, [row]));
       }
     }
     return rows.length;

@@ -601,8 +601,10 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     DELIVERY_QUEUE,
     {
       batchSize: options.batchSize ?? 100,
-      // Two fetchers, so one claiming (or waiting for room) does not stall the next batch.
-      localConcurrency: 2,
+      // One fetcher: a batch's attempts run concurrently in the dispatcher once claimed, and pg-boss wakes
+      // every fetcher of a queue at each job's NOTIFY, so a second one fetched nothing once a job (two
+      // fetches a delivery; figure 5). A NOTIFY that comes while the fetcher claims makes it fetch again at once.
+      localConcurrency: 1,
       perJobResults: true,
       // A full batch means more is waiting: fetch again at once instead of waiting for a poll.
       burstWhenBatchFull: true,

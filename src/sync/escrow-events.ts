@@ -370,16 +370,17 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   }
 
   /**
-   * Applies the next batch of final-enough events; returns how many were consumed. Up to
+   * Applies the next batch of final-enough events; returns whether more may be waiting (a full batch, or
+   * a reorganisation's recovery), to be read at once rather than at the next notification. Up to
    * EVENTS_PER_TRANSACTION events go in one transaction (a busy chain's events then cost one commit, not
    * one each). An event that fails takes its group back with it: the group is then applied one event a
    * transaction, so the events before the failing one stay applied and it alone is retried.
    */
-  async function pollOnce(): Promise<number> {
+  async function pollOnce(): Promise<boolean> {
     const rows = await nextBatch();
     if (!Array.isArray(rows)) {
       await recoverFromReorg(rows.reorg, rows.cursorBlock);
-      return 1;
+      return true;
     }
     for (let start = 0; start < rows.length; start += EVENTS_PER_TRANSACTION) {
       const group = rows.slice(start, start + EVENTS_PER_TRANSACTION);
@@ -391,7 +392,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
         for (const row of group) await withTransaction(pool, (tx) => applyGroup(tx, [row]));
       }
     }
-    return rows.length;
+    return rows.length >= batchSize;
   }
 
   /**
@@ -417,8 +418,9 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       while (running && !lost) {
         nudged = false;
         try {
-          const consumed = await pollOnce();
-          if (consumed > 0) continue;
+          // A batch short of full read every event then final: the next comes with Ponder's notification
+          // of a new block (one that came meanwhile ends the nap at once), not from reading again now.
+          if (await pollOnce()) continue;
         } catch (error) {
           logger.error({ err: error }, "escrow event consumer failed; retrying");
         }

@@ -343,15 +343,15 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
                              FROM cursor, head)
            SELECT judged.lost AS cursor_lost, judged.block_number AS cursor_block,
                   e.id, e.block_number, e.block_hash, e.block_timestamp, e.transaction_hash, e.log_index, e.event_name, e.order_id, e.args,
-                  o.id AS service_order_id
+                  -- per event by its unique index, whatever the planner guesses of the batch's size (a join could
+                  -- scan all the orders)
+                  (SELECT o.id FROM orders o WHERE o.escrow_order_id = lower(e.order_id)) AS service_order_id
              FROM judged
              LEFT JOIN LATERAL (
                SELECT * FROM ${table} e
                 WHERE NOT judged.lost AND (e.block_number, e.log_index) > (judged.block_number, judged.log_index)
                   AND e.block_number <= judged.head_block - $2::int
-                ORDER BY e.block_number, e.log_index LIMIT $3) e ON true
-             LEFT JOIN orders o ON o.escrow_order_id = lower(e.order_id)
-            ORDER BY e.block_number, e.log_index`,
+                ORDER BY e.block_number, e.log_index LIMIT $3) e ON true`,
           [indexerSchema, confirmations, batchSize],
         ),
       ));

@@ -18,7 +18,11 @@ interface LogEvent {
 
 type Db = Context["db"];
 
-/** Inserts the escrow_event row of one log. */
+/**
+ * Inserts the escrow_event row of one log. Inserts here skip a row already stored: when a block's commit
+ * ran in PostgreSQL but its answer was lost (PostgreSQL killed at that moment), Ponder runs the block's
+ * handlers again, and a plain insert would then fail at its flush and stop the indexer.
+ */
 async function record(eventName: string, event: LogEvent, context: Context): Promise<void> {
   const args =
     event.args !== null && typeof event.args === "object" && !Array.isArray(event.args)
@@ -38,7 +42,7 @@ async function record(eventName: string, event: LogEvent, context: Context): Pro
     eventName,
     orderId,
     args,
-  });
+  }).onConflictDoNothing();
 }
 
 /** Applies a change to an existing escrow_order row, stamping the block. */
@@ -71,7 +75,7 @@ ponder.on("OfframpEscrow:Deposited", async ({ event, context }) => {
     depositTransactionHash: event.transaction.hash,
     updatedBlock: event.block.number,
     updatedAt: event.block.timestamp,
-  });
+  }).onConflictDoNothing(); // see record()
 });
 
 ponder.on("OfframpEscrow:Locked", async ({ event, context }) => {

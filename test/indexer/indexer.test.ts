@@ -35,6 +35,7 @@ import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/stack/local
 import type { LocalChain } from "../../src/stack/local-node.ts";
 import { indexerNotifyChannel } from "../../src/sync/escrow-events.ts";
 import { createTestDatabase } from "../support/database.ts";
+import { startPgFront } from "../support/wire-count.ts";
 
 const SCHEMA = "ponder_indexer_test";
 const USDC = 1_000_000n;
@@ -705,5 +706,41 @@ describe("escrow indexer", () => {
       rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
       [["Deposited", orderId]],
     );
+  });
+
+  it("indexes a block once when its commit ran in PostgreSQL but the answer was lost, without exiting", async () => {
+    const before = await waitForChainMatch();
+    await indexer!.stop();
+    indexer = undefined;
+    const front = await startPgFront(database.url);
+    try {
+      indexer = await launchIndexer({ databaseUrl: front.url });
+      let exited = false;
+      void indexer.exited.then(() => (exited = true));
+      // The commit of the block that inserts the deposit's order row: Ponder retries the block, and its
+      // handlers run again against rows already committed.
+      const lost = front.loseAnswer(
+        (statement, transaction) =>
+          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_order"/i.test(earlier)),
+      );
+      const { orderId } = await deposit();
+      await waitFor("the commit's answer to be lost", () => Promise.race([lost, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
+      await lock(orderId);
+      const rows = await waitForChainMatch();
+      assert.equal(exited, false, "the indexer exited");
+      assert.deepEqual(
+        rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
+        [["Deposited", orderId], ["Locked", orderId]],
+      );
+      const { rows: views } = await pool.query<{ status: string }>(
+        `SELECT status FROM ${qualifiedTable(SCHEMA, "escrow_order")} WHERE order_id = $1`,
+        [orderId],
+      );
+      assert.deepEqual(views, [{ status: "Locked" }]);
+    } finally {
+      await indexer?.stop();
+      indexer = undefined;
+      await front.close();
+    }
   });
 });

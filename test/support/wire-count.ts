@@ -3,7 +3,8 @@
 // parsed (a named prepared statement once per session, an unnamed one at every call), and an HTTP front
 // for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
 // measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
-// profile only shows socket writes.
+// profile only shows socket writes. The PostgreSQL front can also lose one answer on purpose: a commit
+// that PostgreSQL ran but whose caller never heard back (test/indexer/indexer.test.ts).
 import http from "node:http";
 import net from "node:net";
 
@@ -34,6 +35,13 @@ export interface PgFront {
   /** Statements parsed (`P` messages), labelled by their text. */
   parses: Tally;
   reset(): void;
+  /**
+   * Arms one fault: the next round trip for which `matches` holds (given its statement and the statements
+   * of its connection's transaction before it) reaches PostgreSQL and runs there, but its answer is
+   * withheld and the connection cut once PostgreSQL is ready again, so the caller cannot tell whether it
+   * ran. Resolves with the statement when it has fired.
+   */
+  loseAnswer(matches: (statement: string, transaction: readonly string[]) => boolean): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -48,8 +56,13 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
       front.roundTrips = tally();
       front.parses = tally();
     },
+    loseAnswer: (matches) =>
+      new Promise((resolve) => {
+        armed = { matches, fired: resolve };
+      }),
     close: async () => undefined,
   };
+  let armed: { matches: Parameters<PgFront["loseAnswer"]>[0]; fired(statement: string): void } | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
@@ -66,6 +79,36 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
     let lastStatement = "?";
     // This connection's named prepared statements: a Bind of one without a Parse runs that text.
     const named = new Map<string, string>();
+    // The statements of its open transaction, for loseAnswer.
+    let transaction: string[] = [];
+    const roundTrip = (statement: string) => {
+      add(front.roundTrips, statementLabel(statement));
+      if (armed?.matches(statement, transaction)) {
+        const { fired } = armed;
+        armed = undefined;
+        cutAfterAnswer(() => fired(statement));
+      }
+      if (/^\s*begin\b/i.test(statement)) transaction = [];
+      else transaction.push(statement);
+    };
+    // Reads PostgreSQL's answer without passing it on, and cuts both sides at its ReadyForQuery ('Z').
+    const cutAfterAnswer = (done: () => void) => {
+      server.unpipe(client);
+      let answer = Buffer.alloc(0);
+      server.on("data", (chunk: Buffer) => {
+        answer = Buffer.concat([answer, chunk]);
+        while (answer.length >= 5 && answer.length >= 1 + answer.readInt32BE(1)) {
+          const type = String.fromCharCode(answer[0]!);
+          answer = answer.subarray(1 + answer.readInt32BE(1));
+          if (type === "Z") {
+            drop();
+            done();
+            return;
+          }
+        }
+      });
+      server.resume(); // unpipe paused it
+    };
     client.on("data", (chunk: Buffer) => {
       server.write(chunk);
       buffered = Buffer.concat([buffered, chunk]);
@@ -86,7 +129,7 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
         if (buffered.length < 1 + length) return;
         const body = buffered.subarray(5, 1 + length);
         buffered = buffered.subarray(1 + length);
-        if (type === "Q") add(front.roundTrips, statementLabel(body.toString("utf8").replace(/\0$/, "")));
+        if (type === "Q") roundTrip(body.toString("utf8").replace(/\0$/, ""));
         else if (type === "P") {
           const nameEnd = body.indexOf(0);
           lastStatement = body.subarray(nameEnd + 1, body.indexOf(0, nameEnd + 1)).toString("utf8");
@@ -96,7 +139,7 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
           const portalEnd = body.indexOf(0);
           const name = body.subarray(portalEnd + 1, body.indexOf(0, portalEnd + 1)).toString("utf8");
           lastStatement = named.get(name) ?? lastStatement;
-        } else if (type === "S") add(front.roundTrips, statementLabel(lastStatement));
+        } else if (type === "S") roundTrip(lastStatement);
       }
     });
   });

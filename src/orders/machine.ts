@@ -1,9 +1,9 @@
-import { and, assign, enqueueActions, setup } from "xstate";
+import { and, assign, createActor, enqueueActions, setup, type ActorScope, type ExecutableActionObject } from "xstate";
 import { mexicoDay } from "../domain/periods.ts";
 
 // The order state machine: it mirrors the spec's status chart (8 states, terminal states final) and is
-// the only code that decides a status change. It is pure: `transition(orderMachine, snapshot, event)`
-// returns the next snapshot and the effects to perform, as named actions with parameters. The actor
+// the only code that decides a status change. It is pure: `transitionOrder(snapshot, event)` returns the
+// next snapshot and the effects to perform, as named actions with parameters. The actor
 // store (store.ts) persists the snapshot and turns the effects into rows in the same transaction:
 // timeline entries, outbox events, pg-boss timers and chain transactions to send.
 
@@ -852,3 +852,43 @@ export const orderMachine = setup({
 });
 
 export type OrderMachine = typeof orderMachine;
+
+type OrderSnapshot = ReturnType<OrderMachine["getInitialSnapshot"]>;
+
+// XState's `transition` and `initialTransition` build a throwaway actor for every call, whose
+// constructor computes an initial snapshot without input, which throws in `context` (caught): two thirds
+// of each call (warm, side by side: a first snapshot 71 -> 22 µs, a transition 79 -> 24 µs). The machine
+// spawns, invokes and emits nothing and its actions are collected here, not run, so one inert scope,
+// made once, serves every call (calls are synchronous: one collection at a time).
+let collected: ExecutableActionObject[] = [];
+const inertActor = createActor(orderMachine, { input: { orderId: "", expiresAt: new Date(0).toISOString() } });
+const inertScope: ActorScope<OrderSnapshot, OrderEvent> = {
+  self: inertActor,
+  id: "",
+  sessionId: "",
+  logger: () => {},
+  defer: () => {},
+  emit: () => {},
+  stopChild: () => {},
+  system: inertActor.system,
+  actionExecutor: (action) => void collected.push(action),
+};
+
+function collecting(step: () => OrderSnapshot): [OrderSnapshot, ExecutableActionObject[]] {
+  collected = [];
+  try {
+    return [step(), collected];
+  } finally {
+    collected = [];
+  }
+}
+
+/** A new order's first snapshot and the actions of its entry, as `initialTransition(orderMachine, input)`. */
+export function initialOrderTransition(input: OrderInput): [OrderSnapshot, ExecutableActionObject[]] {
+  return collecting(() => orderMachine.getInitialSnapshot(inertScope, input));
+}
+
+/** The next snapshot of an order and the actions of the step, as `transition(orderMachine, snapshot, event)`. */
+export function transitionOrder(snapshot: OrderSnapshot, event: OrderEvent): [OrderSnapshot, ExecutableActionObject[]] {
+  return collecting(() => orderMachine.transition(snapshot, event, inertScope));
+}

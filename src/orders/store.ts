@@ -1,8 +1,7 @@
-import { initialTransition, transition } from "xstate";
 import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
 import { prepared, withTransaction } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
-import { orderMachine, type ChainAction, type DisputeOutcome, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
+import { initialOrderTransition, orderMachine, transitionOrder, type ChainAction, type DisputeOutcome, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
 import { PermanentError } from "../domain/errors.ts";
 
 /**
@@ -185,7 +184,7 @@ export async function insertOrderWithActor<Row extends object>(
   order: { id: string; partnerId: string; partnerUserRef: string; expiresAt: Date },
   insertOrder: (actor: { snapshot: string; status: OrderStatus }) => OrderRowStatement,
 ): Promise<Row | undefined> {
-  const [snapshot, actions] = initialTransition(orderMachine, { orderId: order.id, expiresAt: order.expiresAt.toISOString() });
+  const [snapshot, actions] = initialOrderTransition({ orderId: order.id, expiresAt: order.expiresAt.toISOString() });
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
   const statement = insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status });
@@ -225,7 +224,7 @@ export async function applyOrderEvent(
     const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version, replayed: !row.fresh };
     if (!row.fresh) return unchanged;
     const current = orderMachine.resolveState(row.machine_snapshot);
-    const [next, actions] = transition(orderMachine, current, event);
+    const [next, actions] = transitionOrder(current, event);
     const effects = effectsOf(actions);
     if (next.value === current.value && effects.length === 0 && next.context === current.context) return unchanged;
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { initialTransition, transition } from "xstate";
-import { ORDER_STATUSES, orderMachine, type OrderEvent, type OrderStatus, type ReplaceableTxHash } from "../../src/orders/machine.ts";
+import { initialOrderTransition, ORDER_STATUSES, orderMachine, transitionOrder, type OrderEvent, type OrderStatus, type ReplaceableTxHash } from "../../src/orders/machine.ts";
 
 // The spec's status chart, checked on the pure machine: every transition drawn in it (plus the chain
 // races documented in docs/orders.md), and every event refused in every other state.
@@ -36,11 +36,12 @@ const ev = {
 
 type Snapshot = ReturnType<typeof initialTransition<typeof orderMachine>>[0];
 
+/** The order after `events`, and the effects of the last, through the service's own calls (store.ts). */
 function run(...events: OrderEvent[]): { snapshot: Snapshot; effects: { type: string; params: Record<string, unknown> }[] } {
-  let [snapshot] = initialTransition(orderMachine, { orderId: "ord_test", expiresAt: DEPOSIT_DUE });
+  let [snapshot] = initialOrderTransition({ orderId: "ord_test", expiresAt: DEPOSIT_DUE });
   let effects: { type: string; params: Record<string, unknown> }[] = [];
   for (const event of events) {
-    const [next, actions] = transition(orderMachine, snapshot, event);
+    const [next, actions] = transitionOrder(snapshot, event);
     snapshot = next;
     effects = actions.filter((action) => !action.type.startsWith("xstate.")) as typeof effects;
   }
@@ -118,6 +119,26 @@ describe("the order machine mirrors the status chart", () => {
     const { effects: fired } = run(...reach.DISPUTED, ev.resolve("NO_FAULT_RETRY"), { ...ev.lockTimer, dueAt: NEW_LOCK_DUE });
     assert.deepEqual(sent(fired), ["refundExpiredLock"]);
   });
+});
+
+test("the service's transitions, through one inert scope, equal XState's own transition functions, step by step", () => {
+  const steps = (snapshot: Snapshot, actions: { type: string; params?: unknown }[]) => ({
+    value: snapshot.value,
+    context: snapshot.context,
+    status: snapshot.status,
+    actions: actions.map(({ type, params }) => ({ type, params })),
+  });
+  const input = { orderId: "ord_test", expiresAt: DEPOSIT_DUE };
+  let ours = initialOrderTransition(input);
+  let xstates = initialTransition(orderMachine, input);
+  assert.deepEqual(steps(...ours), steps(...xstates));
+  for (const event of [ev.deposit, ev.lock, ev.report, ev.rejected, ev.report, ev.disputeByBuyer, ev.request("BUYER"), ev.resolve("NO_FAULT_RETRY"), ev.report, ev.verified, ev.released] as OrderEvent[]) {
+    ours = transitionOrder(ours[0], event);
+    xstates = transition(orderMachine, xstates[0], event);
+    assert.deepEqual(steps(...ours), steps(...xstates), event.type);
+    assert.ok(ours[1].length > 0, `${event.type} did something`);
+  }
+  assert.equal(ours[0].value, "COMPLETED");
 });
 
 describe("the order machine refuses what the chart does not allow", () => {

@@ -1,8 +1,8 @@
-import { signRecoverable } from "tiny-secp256k1";
-import { bytesToHex, concat, createPublicClient, createWalletClient, defineChain, domainSeparator, hashStruct, hexToBytes, keccak256, serializeSignature, type Address, type Hex, type PublicClient } from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { concat, createPublicClient, createWalletClient, defineChain, domainSeparator, hashStruct, hexToBytes, keccak256, type Address, type Hex, type PublicClient } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, escrowEip712Domain, escrowOrderStatus, lockPermitTypes, orderTermsTypes } from "./escrow-abi.ts";
 import { chainTransport, rpcEndpoints } from "./rpc-transport.ts";
+import { localAccount, signDigest } from "./secp256k1.ts";
 
 export interface ChainSettings {
   /** One or more JSON-RPC endpoints, comma-separated (rpc-transport.ts). */
@@ -59,20 +59,16 @@ export function createEscrowGateway(settings: ChainSettings) {
   });
   const transport = chainTransport(settings.rpcUrl);
   const publicClient: PublicClient = createPublicClient({ chain, transport, pollingInterval: 250 });
-  const service: PrivateKeyAccount = privateKeyToAccount(settings.servicePrivateKey);
-  const arbiter: PrivateKeyAccount = privateKeyToAccount(settings.arbiterPrivateKey);
+  // Their transactions are signed by libsecp256k1 (secp256k1.ts).
+  const service: PrivateKeyAccount = localAccount(settings.servicePrivateKey);
+  const arbiter: PrivateKeyAccount = localAccount(settings.arbiterPrivateKey);
   const domain = { ...escrowEip712Domain, chainId: settings.chainId, verifyingContract: settings.escrowAddress } as const;
   // The domain never changes: its separator is hashed once, and each signature hashes only its message.
   // viem's signTypedData validated and hashed the domain at every call, a third of a deposit signature's
-  // CPU. The digest is signed by libsecp256k1 (tiny-secp256k1, WebAssembly): RFC 6979 and low s as viem's
-  // @noble/curves signs, the same bytes, at a third of its time here (0.2 against 0.6-0.7 ms). Both checked
-  // against signTypedData in test/chain/typed-signatures.test.ts.
+  // CPU. Checked against signTypedData in test/chain/typed-signatures.test.ts.
   const separator = domainSeparator({ domain });
   const serviceKey = hexToBytes(settings.servicePrivateKey);
-  const signDigestOf = async (structHash: Hex): Promise<Hex> => {
-    const { signature, recoveryId } = signRecoverable(keccak256(concat(["0x1901", separator, structHash]), "bytes"), serviceKey);
-    return serializeSignature({ r: bytesToHex(signature.subarray(0, 32)), s: bytesToHex(signature.subarray(32, 64)), yParity: recoveryId });
-  };
+  const signDigestOf = async (structHash: Hex): Promise<Hex> => signDigest(keccak256(concat(["0x1901", separator, structHash])), serviceKey);
 
   /** The escrow's status of an order, at the latest block or at `blockNumber`. */
   const escrowStatus = async (orderId: Hex, blockNumber?: bigint): Promise<EscrowStatus> => {

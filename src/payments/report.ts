@@ -1,4 +1,5 @@
-import { recoverMessageAddress, type Hex } from "viem";
+import type { Hex } from "viem";
+import { recoverMessageSigner } from "../chain/secp256k1.ts";
 import { withTransaction, type Pool } from "../db/pool.ts";
 import { InvalidSignatureError, InvalidStateError, RateLimitedError, ValidationError } from "../domain/errors.ts";
 import { money } from "../domain/money.ts";
@@ -141,7 +142,7 @@ export async function reportPayment(
   });
   // The buyer's wallet is proven by its signature of the report, or by a market session of that wallet (decisions 17).
   const signer =
-    proof.buyerWallet ?? (input.signature ? await recoverMessageAddress({ message, signature: input.signature as Hex }).catch(() => undefined) : undefined);
+    proof.buyerWallet ?? (input.signature ? recoverMessageSigner(message, input.signature as Hex) : undefined);
   if (signer?.toLowerCase() !== row.buyer_wallet.toLowerCase()) {
     throw new InvalidSignatureError(
       signer

@@ -1,5 +1,5 @@
-import type { Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { hashMessage, hexToBytes, type Hex } from "viem";
+import { signDigest } from "../chain/secp256k1.ts";
 import { sandboxAccounts } from "../stack/local-node.ts";
 import type { Pool, Queryable } from "../db/pool.ts";
 import { parseClabe, withCheckDigit } from "../domain/clabe.ts";
@@ -141,7 +141,7 @@ export function sandboxPaymentRoutes(api: RouteGroup, deps: { pool: Pool; ports:
       // market buyer's wallet, with that wallet as proof, as its market session would.
       const buyer = sandboxAccounts.find((account) => account.address.toLowerCase() === row.buyer_wallet?.toLowerCase());
       const message = paymentReportMessage({ escrowOrderId: row.escrow_order_id, trackingKey, operationDate, senderBankCode, amountMxn });
-      const signature: Hex | null = buyer ? await privateKeyToAccount(buyer.privateKey).signMessage({ message }) : null;
+      const signature: Hex | null = buyer ? signDigest(hashMessage(message), hexToBytes(buyer.privateKey)) : null;
       const result = await reportPayment(
         deps,
         partnerId,

@@ -3,6 +3,7 @@ import { after, before, test } from "node:test";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { holdUserCreation } from "../support/database.ts";
 import { startTestService, type TestService } from "../support/service.ts";
+import { startPgFront } from "../support/wire-count.ts";
 
 // Decisions section 11: `Idempotency-Key` on the POSTs; a repeat within 24 hours with the same body
 // returns the first response; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED.
@@ -150,6 +151,31 @@ test("a claim committed without an answer (left by the version that committed cl
   await service.pool.query("INSERT INTO idempotency_keys (partner_id, key, request_hash) VALUES ($1, $2, 'left by a killed process')", [partner.id, key]);
   assertStatus(await post("/users", { partnerUserRef: "idem-orphan" }, key), 201);
   assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-orphan'"), 1);
+});
+
+test("when the commit ran but its answer was lost, the request answers 503, and the retry with its key answers the change it made, made once", async () => {
+  // A second instance on the same database, through a front that withholds the answer of the commit
+  // that inserts the user (a database killed at that moment, a network cut).
+  const front = await startPgFront(service.databaseUrl);
+  const instance = await startTestService({}, { databaseUrl: front.url });
+  try {
+    const key = freshKey();
+    const lost = front.loseAnswer((statement, transaction) => /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*insert into users\b/i.test(earlier)));
+    const send = () => instance.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: "idem-commit-unheard" }, headers: { "Idempotency-Key": key } });
+    const unheard = await send();
+    assert.ok(await Promise.race([lost.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 1_000))]), "the commit's answer was withheld");
+    assertError(unheard, 503, "SERVICE_UNAVAILABLE");
+    assert.ok(Number(unheard.headers.get("retry-after")) > 0, "Retry-After");
+    const { rows } = await service.pool.query<{ id: string }>("SELECT id FROM users WHERE partner_id = $1 AND partner_user_ref = 'idem-commit-unheard'", [partner.id]);
+    assert.equal(rows.length, 1, "the commit ran");
+    const retry = await send();
+    assertStatus(retry, 201);
+    assert.equal((retry.body as { id: string }).id, rows[0]!.id, "the retry answers the user the lost commit made");
+    assert.equal(await count("SELECT count(*) AS n FROM users WHERE partner_user_ref = 'idem-commit-unheard'"), 1);
+  } finally {
+    await instance.close();
+    await front.close();
+  }
 });
 
 test("when the answer cannot be committed, the change is not made and the request answers 500, so the retry runs it", async () => {

@@ -4,7 +4,8 @@
 // for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
 // measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
 // profile only shows socket writes. The PostgreSQL front can also lose one answer on purpose: a commit
-// that PostgreSQL ran but whose caller never heard back (test/indexer/indexer.test.ts).
+// that PostgreSQL ran but whose caller never heard back (test/indexer/indexer.test.ts,
+// test/http/idempotency.test.ts).
 import http from "node:http";
 import net from "node:net";
 
@@ -25,6 +26,14 @@ export function statementLabel(sql: string): string {
   const verb = (/^\w+/.exec(text)?.[0] ?? "?").toUpperCase();
   const table = /\b(?:FROM|INTO|UPDATE|JOIN)\s+("?[\w.]+"?(?:\.[\w"]+)?)/i.exec(text)?.[1]?.replace(/"/g, "");
   return table ? `${verb} ${table}` : text.slice(0, 40);
+}
+
+/** The first whole typed message of `buffer` (a type byte, then a length that counts itself), and what follows it. */
+function takeMessage(buffer: Buffer): { type: string; body: Buffer; rest: Buffer } | undefined {
+  if (buffer.length < 5) return undefined;
+  const length = buffer.readInt32BE(1);
+  if (buffer.length < 1 + length) return undefined;
+  return { type: String.fromCharCode(buffer[0]!), body: buffer.subarray(5, 1 + length), rest: buffer.subarray(1 + length) };
 }
 
 export interface PgFront {
@@ -74,33 +83,33 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
     client.on("error", drop).on("close", drop);
     server.on("error", drop).on("close", drop);
     server.pipe(client);
-    let buffered = Buffer.alloc(0);
+    let buffered: Buffer = Buffer.alloc(0);
     let started = false;
     let lastStatement = "?";
     // This connection's named prepared statements: a Bind of one without a Parse runs that text.
     const named = new Map<string, string>();
-    // The statements of its open transaction, for loseAnswer.
-    let transaction: string[] = [];
+    // The statements of its open transaction (none outside one), for loseAnswer.
+    let transaction: string[] | undefined;
     const roundTrip = (statement: string) => {
       add(front.roundTrips, statementLabel(statement));
-      if (armed?.matches(statement, transaction)) {
+      if (armed?.matches(statement, transaction ?? [])) {
         const { fired } = armed;
         armed = undefined;
         cutAfterAnswer(() => fired(statement));
       }
       if (/^\s*begin\b/i.test(statement)) transaction = [];
-      else transaction.push(statement);
+      else if (/^\s*(commit|rollback)\s*;?\s*$/i.test(statement)) transaction = undefined;
+      else transaction?.push(statement);
     };
     // Reads PostgreSQL's answer without passing it on, and cuts both sides at its ReadyForQuery ('Z').
     const cutAfterAnswer = (done: () => void) => {
       server.unpipe(client);
-      let answer = Buffer.alloc(0);
+      let answer: Buffer = Buffer.alloc(0);
       server.on("data", (chunk: Buffer) => {
         answer = Buffer.concat([answer, chunk]);
-        while (answer.length >= 5 && answer.length >= 1 + answer.readInt32BE(1)) {
-          const type = String.fromCharCode(answer[0]!);
-          answer = answer.subarray(1 + answer.readInt32BE(1));
-          if (type === "Z") {
+        for (let message = takeMessage(answer); message; message = takeMessage(answer)) {
+          answer = message.rest;
+          if (message.type === "Z") {
             drop();
             done();
             return;
@@ -123,12 +132,10 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
           if (code !== 80877103) started = true;
           continue;
         }
-        if (buffered.length < 5) return;
-        const type = String.fromCharCode(buffered[0]!);
-        const length = buffered.readInt32BE(1);
-        if (buffered.length < 1 + length) return;
-        const body = buffered.subarray(5, 1 + length);
-        buffered = buffered.subarray(1 + length);
+        const message = takeMessage(buffered);
+        if (!message) return;
+        const { type, body } = message;
+        buffered = message.rest;
         if (type === "Q") roundTrip(body.toString("utf8").replace(/\0$/, ""));
         else if (type === "P") {
           const nameEnd = body.indexOf(0);

@@ -9,6 +9,7 @@ import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-
 import { unsanctionedSandboxAccounts } from "../../src/stack/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
 import { closedLoop, RefusedRequestsError, requireNoFailures, type ClosedLoopResult } from "../lib/load.ts";
+import { cpuSharesMeasure, measureCpuShares, type CpuShares } from "../lib/cpu-shares.ts";
 import { median, nowMs, percentile, round } from "../lib/stats.ts";
 import { ensureUser, quoteAndOrder, type BenchStack, type Partner } from "../lib/stack.ts";
 import { meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
@@ -42,17 +43,21 @@ export interface TradeRun {
   sellers: FastWallet[];
   /** Sandbox buyer wallets the pipelines share. */
   buyers: number;
+  /** Where the machine's CPU went while the pipelines ran, by process. */
+  cpu: CpuShares;
 }
 
 /**
  * Figure 5's trade pipelines for `partner`: pipeline `worker` makes its orders through
- * `instanceFor(worker)` (one service instance, or one of several sharing the database and chain).
+ * `instanceFor(worker)` (one service instance, or one of several sharing the database and chain), and
+ * `services()` are the service processes' pids, whose CPU is counted as the service's.
  */
 export async function runTrades(
   { stack, log }: Pick<FigureContext, "stack" | "log">,
   partner: Partner,
   load: { pipelines: number; maxTrades: number; durationMs: number },
   instanceFor: (worker: number) => Pick<BenchStack, "api">,
+  services: () => number[] = () => [stack.service.pid],
 ): Promise<TradeRun> {
   const { pipelines, maxTrades, durationMs } = load;
   const { chainSettings } = stack.chain;
@@ -84,6 +89,7 @@ export async function runTrades(
   const permitSigner = createEscrowGateway(chainSettings);
   const stages: Record<string, number[]> = { order: [], deposit: [], toActive: [], lock: [], toLocked: [], pay: [], toCompleted: [] };
   const orders: TradeRun["orders"] = [];
+  const cpuOverTrades = await measureCpuShares(stack.pool, services);
   const trades = await closedLoop({ concurrency: pipelines, durationMs, maxUnits: maxTrades }, async (worker) => {
     const instance = instanceFor(worker);
     const mark = (stage: string, since: number) => {
@@ -117,8 +123,9 @@ export async function runTrades(
     await stack.receiver.waitFor(order.id, "order.completed", STEP_TIMEOUT_MS);
     mark("toCompleted", t);
   });
+  const cpu = await cpuOverTrades();
   log(`${trades.units} trades to ${finalStatus} in ${trades.elapsedSeconds} s: ${trades.unitsPerSecond} trades/s, p50 ${trades.latencyMs.p50} ms (failures ${trades.failures})`);
-  return { finalStatus, payAvailable, trades, stages, orders, sellers, buyers: buyers.length };
+  return { finalStatus, payAvailable, trades, stages, orders, sellers, buyers: buyers.length, cpu };
 }
 
 /** Each stage's median (ms), as `<stage>P50Ms`. */
@@ -141,7 +148,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const { chainSettings } = stack.chain;
   const rpc = rpcClient(chainSettings.rpcUrl);
   const partner = await stack.createPartner({ name: "Trade bench" });
-  const { finalStatus, payAvailable, trades, stages, sellers, buyers } = await runTrades({ stack, log }, partner, load, () => stack);
+  const { finalStatus, payAvailable, trades, stages, sellers, buyers, cpu } = await runTrades({ stack, log }, partner, load, () => stack);
 
   // Reference: deposits alone, from as many wallets as pipelines, each sending its next when the node answered.
   const gateway = createEscrowGateway(chainSettings);
@@ -183,7 +190,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     status: payAvailable ? "measured" : "partial",
     figure: { label: `trades to ${finalStatus}`, value: trades.unitsPerSecond, unit: "trades/s", detail: { trades: trades.units, seconds: trades.elapsedSeconds, p50Ms: trades.latencyMs.p50, p95Ms: trades.latencyMs.p95, failures: trades.failures, tradesPerSecondToLastCompleted: trades.unitsPerSecondToLastCompleted, ...stagePercentiles(stages) } },
     reference: { label: "raw escrow deposits on the Hardhat node", value: rawPerSecond, unit: "tx/s", detail: { transactions: hashes.length, seconds: round(rawSeconds, 2), wallets: pipelines, unsuccessful: reverted } },
-    extra: [],
+    extra: [cpuSharesMeasure("CPU a trade by process while the trades ran (share of all counted)", cpu, trades.units)],
     comparison: ratio(trades.unitsPerSecond, rawPerSecond, "raw deposits"),
     params: { pipelines, buyerWallets: buyers, amountUsdc: AMOUNT_USDC, maxTrades, durationMs },
     notes,

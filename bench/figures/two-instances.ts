@@ -8,6 +8,7 @@ import { encodeEventTopics, type Hex } from "viem";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { rpcClient } from "../lib/chain.ts";
 import type { ReadyChild } from "../lib/child.ts";
+import { cpuSharesMeasure } from "../lib/cpu-shares.ts";
 import { RefusedRequestsError, requireNoFailures } from "../lib/load.ts";
 import type { BenchStack } from "../lib/stack.ts";
 import { meets, ratio, sleep, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
@@ -118,7 +119,8 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
     const instances = [stack, { api: stack.apiAt(second.baseUrl) }];
     const partner = await stack.createPartner({ name: "Two-instance trade bench" });
     const fromBlock = await rpc.call<Hex>("eth_blockNumber");
-    two = await runTrades({ stack, log: (line) => log(`two instances: ${line}`) }, partner, load, (worker) => instances[worker % instances.length]!);
+    const pids = [stack.service.pid, second.pid];
+    two = await runTrades({ stack, log: (line) => log(`two instances: ${line}`) }, partner, load, (worker) => instances[worker % instances.length]!, () => pids);
     checks = await checkTrades(stack, two, fromBlock);
   } finally {
     await second?.stop();
@@ -144,7 +146,7 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
       detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, tradesPerSecondToLastCompleted: two.trades.unitsPerSecondToLastCompleted, noneLost: checks.noneLost, ...stagePercentiles(two.stages) },
     },
     reference: { label: "trades, one instance", value: oneInstance.value, unit: "trades/s", detail: oneInstance.detail },
-    extra: [],
+    extra: [cpuSharesMeasure("CPU a trade by process while the trades ran, both instances as the service (share of all counted)", two.cpu, two.trades.units)],
     comparison: ratio(two.trades.unitsPerSecond, oneInstance.value, "one instance"),
     params: { ...load, buyerWallets: two.buyers, instances: 2 },
     notes,

@@ -1,7 +1,7 @@
 // Tables the indexer writes. Ponder creates them directly (no views) in the schema given to
 // `ponder start --schema`, with snake_case column names; see src/stack/indexer-process.ts for the
 // SQL names and how reorganisations show up.
-import { index, onchainTable } from "ponder";
+import { index, onchainTable, sql } from "ponder";
 
 /**
  * One row per escrow log, every event kind, in the canonical chain only: Ponder deletes the rows of
@@ -34,58 +34,13 @@ export const escrowEvent = onchainTable(
   (table) => ({
     chainOrderIndex: index().on(table.blockNumber, table.logIndex),
     orderIdIndex: index().on(table.orderId),
+    // An account's reputation is its last ReputationChanged event's newScore (src/sync/indexer-tables.ts
+    // `reputationSql`): only those events are in this index, so it costs the other inserts nothing.
+    reputationIndex: index("escrow_event_reputation_index")
+      .on(sql`(args ->> 'account')`, table.blockNumber, table.logIndex)
+      .where(sql`event_name = 'ReputationChanged'`),
   }),
 );
-
-/** The current on-chain view of each order, for the admin API. */
-export const escrowOrder = onchainTable("escrow_order", (t) => ({
-  /** bytes32 order id (lower-case hex). */
-  orderId: t.hex().primaryKey(),
-  /** Active, Locked, Disputed, Released or Refunded (the contract's Status names). */
-  status: t.text().notNull(),
-  seller: t.hex().notNull(),
-  buyer: t.hex(),
-  token: t.hex().notNull(),
-  /** Escrowed token units. */
-  amount: t.bigint().notNull(),
-  feeBps: t.integer().notNull(),
-  /** From the terms; the zero address means the fee goes back to the seller. */
-  feeRecipient: t.hex().notNull(),
-  treasuryShareBps: t.integer().notNull(),
-  /** Unix seconds. */
-  listingExpiresAt: t.int8({ mode: "bigint" }).notNull(),
-  /** Seconds. */
-  lockWindow: t.int8({ mode: "bigint" }).notNull(),
-  /** Unix seconds; NULL until locked. */
-  lockExpiresAt: t.int8({ mode: "bigint" }),
-  /** Set when a dispute was opened. */
-  disputeOpenedBy: t.hex(),
-  /** DisputeResolved.outcome (disputeOutcome in src/chain/escrow-abi.ts). */
-  disputeOutcome: t.integer(),
-  /** Released: what the buyer received, and what the fee recipient and the treasury were credited
-   * in the escrow (pull payments: they withdraw it, see the Withdrawn events). */
-  buyerAmount: t.bigint(),
-  feeAmount: t.bigint(),
-  treasuryAmount: t.bigint(),
-  /** Released by confirmPayment: the CEP hash (zero hash when released by a dispute). */
-  cepHash: t.hex(),
-  /** Refunded.reason (refundReason in src/chain/escrow-abi.ts). */
-  refundReason: t.integer(),
-  depositedBlock: t.int8({ mode: "bigint" }).notNull(),
-  depositTransactionHash: t.hex().notNull(),
-  updatedBlock: t.int8({ mode: "bigint" }).notNull(),
-  /** Unix seconds of the last change. */
-  updatedAt: t.int8({ mode: "bigint" }).notNull(),
-}));
-
-/** Reputation score per account, as the contract holds it (changes only through disputes). */
-export const reputation = onchainTable("reputation", (t) => ({
-  account: t.hex().primaryKey(),
-  score: t.bigint().notNull(),
-  updatedBlock: t.int8({ mode: "bigint" }).notNull(),
-  /** Unix seconds of the last change. */
-  updatedAt: t.int8({ mode: "bigint" }).notNull(),
-}));
 
 /**
  * The last block indexed, one row per chain, written in the same transaction as that block's

@@ -1,4 +1,4 @@
-import { qualifiedTable } from "../sync/indexer-tables.ts";
+import { eventTable, reputationSql } from "../sync/indexer-tables.ts";
 import { whereEqual, pageOf } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
@@ -144,45 +144,86 @@ export interface Reputation {
   updatedAt: string | null;
 }
 
-/** An account's reputation as the indexer read it from the chain (absent row: the contract's 0). */
+/** An account's reputation as the indexer read it from the chain (no ReputationChanged event: the contract's 0). */
 export async function readReputation(db: Queryable, indexerSchema: string, address: string): Promise<Reputation> {
   const account = address.toLowerCase();
+  const never = { address: account, score: 0, updatedBlock: null, updatedAt: null };
   try {
-    const { rows } = await db.query<{ score: string; updated_block: string; updated_at: string }>(
-      `SELECT score, updated_block, updated_at FROM ${qualifiedTable(indexerSchema, "reputation")} WHERE account = $1`,
-      [account],
-    );
+    const { rows } = await db.query<{ score: string; block_number: string; block_timestamp: string }>(reputationSql(indexerSchema, "$1"), [account]);
     const row = rows[0];
-    if (!row) return { address: account, score: 0, updatedBlock: null, updatedAt: null };
-    return { address: account, score: Number(row.score), updatedBlock: Number(row.updated_block), updatedAt: new Date(Number(row.updated_at) * 1000).toISOString() };
+    if (!row) return never;
+    return { address: account, score: Number(row.score), updatedBlock: Number(row.block_number), updatedAt: new Date(Number(row.block_timestamp) * 1000).toISOString() };
   } catch (error) {
     // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
-    if ((error as { code?: string }).code === "42P01") return { address: account, score: 0, updatedBlock: null, updatedAt: null };
+    if ((error as { code?: string }).code === "42P01") return never;
     throw error;
   }
 }
 
-/** The indexer's view of the escrow order (on-chain status and, once released, the payout split). */
-async function readEscrow(db: Queryable, indexerSchema: string, escrowOrderId: string) {
-  let rows: Record<string, string | null>[];
+/** An escrow event as the escrow's view is folded from it (args as the indexer stored them: decimal strings, lower-case addresses). */
+interface EscrowEventArgs {
+  event_name: string;
+  args: Record<string, string | boolean>;
+}
+
+/** What the view shows of an escrow order; null until its Deposited event is indexed. */
+interface EscrowState {
+  status: "Active" | "Locked" | "Disputed" | "Released" | "Refunded";
+  seller: string;
+  buyer: string | null;
+  amount: string;
+  lockExpiresAt: string | null;
+  disputeOpenedBy: string | null;
+  payout: { buyer: string; fee: string; treasury: string } | null;
+}
+
+/**
+ * The escrow order as its events left it, in chain order: the contract's status and parties, and the
+ * payout split once released. DisputeResolved with a new lock expiry (NO_FAULT_RETRY) puts the order back
+ * to Locked; every other outcome is followed in its transaction by Released or Refunded.
+ */
+function foldEscrowEvents(events: EscrowEventArgs[]): EscrowState | null {
+  let state: EscrowState | null = null;
+  const text = (value: string | boolean | undefined) => (value === undefined ? null : String(value));
+  const address = (value: string | boolean | undefined) => String(value).toLowerCase();
+  for (const { event_name: name, args } of events) {
+    if (name === "Deposited") {
+      state = { status: "Active", seller: address(args.seller), buyer: null, amount: String(args.amount), lockExpiresAt: null, disputeOpenedBy: null, payout: null };
+      continue;
+    }
+    if (!state) continue;
+    if (name === "Locked") state = { ...state, status: "Locked", buyer: address(args.buyer), lockExpiresAt: String(args.lockExpiresAt) };
+    else if (name === "Released") state = { ...state, status: "Released", buyer: address(args.buyer), payout: { buyer: String(args.buyerAmount), fee: String(args.feeAmount), treasury: String(args.treasuryAmount) } };
+    else if (name === "Refunded") state = { ...state, status: "Refunded" };
+    else if (name === "DisputeOpened") state = { ...state, status: "Disputed", disputeOpenedBy: address(args.openedBy) };
+    else if (name === "DisputeResolved" && text(args.newLockExpiresAt) !== null && text(args.newLockExpiresAt) !== "0") {
+      state = { ...state, status: "Locked", lockExpiresAt: String(args.newLockExpiresAt) };
+    }
+  }
+  return state;
+}
+
+/** The indexer's view of the escrow order (on-chain status and, once released, the payout split), from its events. */
+export async function readEscrow(db: Queryable, indexerSchema: string, escrowOrderId: string) {
+  let rows: EscrowEventArgs[];
   try {
-    ({ rows } = await db.query<Record<string, string | null>>(`SELECT * FROM ${qualifiedTable(indexerSchema, "escrow_order")} WHERE order_id = $1`, [escrowOrderId.toLowerCase()]));
+    ({ rows } = await db.query<EscrowEventArgs>(`SELECT event_name, args FROM ${eventTable(indexerSchema)} WHERE order_id = $1 ORDER BY block_number, log_index`, [escrowOrderId.toLowerCase()]));
   } catch (error) {
     if ((error as { code?: string }).code === "42P01") return null;
     throw error;
   }
-  const row = rows[0];
-  if (!row) return null;
-  const usdc = (raw: string | null | undefined) => (raw === null || raw === undefined ? null : toJsonNumber(rawToUsdc(BigInt(raw))));
+  const state = foldEscrowEvents(rows);
+  if (!state) return null;
+  const usdc = (raw: string) => toJsonNumber(rawToUsdc(BigInt(raw)));
   return {
     /** The contract's Status name: Active, Locked, Disputed, Released or Refunded. */
-    status: row.status ?? null,
-    seller: row.seller ?? null,
-    buyer: row.buyer ?? null,
-    amountUsdc: usdc(row.amount),
-    lockExpiresAt: row.lock_expires_at ? new Date(Number(row.lock_expires_at) * 1000).toISOString() : null,
-    disputeOpenedBy: row.dispute_opened_by ?? null,
-    payout: row.buyer_amount === null ? null : { buyerUsdc: usdc(row.buyer_amount), feeUsdc: usdc(row.fee_amount), treasuryUsdc: usdc(row.treasury_amount) },
+    status: state.status,
+    seller: state.seller,
+    buyer: state.buyer,
+    amountUsdc: usdc(state.amount),
+    lockExpiresAt: state.lockExpiresAt ? new Date(Number(state.lockExpiresAt) * 1000).toISOString() : null,
+    disputeOpenedBy: state.disputeOpenedBy,
+    payout: state.payout && { buyerUsdc: usdc(state.payout.buyer), feeUsdc: usdc(state.payout.fee), treasuryUsdc: usdc(state.payout.treasury) },
   };
 }
 

@@ -1,5 +1,5 @@
 import { DEPOSIT_HELD, pricePerUnitColumn } from "../orders/queries.ts";
-import { INDEXER_TABLES, qualifiedTable } from "../sync/indexer-tables.ts";
+import { reputationSql } from "../sync/indexer-tables.ts";
 import { prepared, type Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
@@ -12,8 +12,8 @@ import { pageOf } from "../db/filters.ts";
 // user. Served by the partial index orders_book (migrations 1764300000100, 1764400000310): the scan walks
 // the listed orders in that order and stops at the page; the total is never a count of every listing
 // (see BOOK_TOTAL). The page is one statement: its amounts computed by PostgreSQL from the stored
-// numerics, the sellers' reputations joined to its rows (a second round trip was most of the page's time
-// under load).
+// numerics, each seller's reputation looked up in the same statement (a second round trip was most of the
+// page's time under load).
 
 export interface OrderBookFilters {
   minAmount?: number;
@@ -35,17 +35,17 @@ interface BookRow {
   seller_reputation: string;
 }
 
-/** Reputation scores of several accounts as the indexer read them from the chain (absent: the contract's 0). */
+/** Reputation scores of several accounts as the indexer read them from the chain (none: the contract's 0). */
 export async function readReputations(db: Queryable, indexerSchema: string | undefined, accounts: string[]): Promise<Map<string, number>> {
   const scores = new Map<string, number>();
   const wanted = [...new Set(accounts.map((account) => account.toLowerCase()))];
   if (!indexerSchema || wanted.length === 0) return scores;
   try {
     const { rows } = await db.query<{ account: string; score: string }>(
-      `SELECT account, score FROM ${qualifiedTable(indexerSchema, "reputation")} WHERE account = ANY($1)`,
+      `SELECT a.account, r.score FROM unnest($1::text[]) AS a (account) CROSS JOIN LATERAL (${reputationSql(indexerSchema, "a.account")}) r`,
       [wanted],
     );
-    for (const row of rows) scores.set(row.account.toLowerCase(), Number(row.score));
+    for (const row of rows) scores.set(row.account, Number(row.score));
   } catch (error) {
     // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
     if ((error as { code?: string }).code !== "42P01") throw error;
@@ -81,26 +81,26 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
   if (filters.bankCode !== undefined) add("bank_code = ?", filters.bankCode);
   const where = `WHERE ${conditions.join(" AND ")}`;
   const filtered = values.length > 1; // a filter besides the listing time: minAmount, maxAmount or bankCode
-  // The page is read first and the sellers' reputations joined to its rows alone: joined to the listings,
-  // the plan hung on the row estimates, and with statistics that still saw few listings (10,000 orders
-  // listed since the last ANALYZE) PostgreSQL hashed every listing against the reputations and sorted
-  // them, 70-440 ms a page instead of a walk of orders_book stopping at the page (bench figure 3).
-  const page = (reputations: string | undefined) =>
+  // The page is read first and each seller's reputation looked up for its rows alone (one probe of the
+  // indexer's reputation index a row): joined to the listings, the plan hung on the row estimates, and
+  // with statistics that still saw few listings (10,000 orders listed since the last ANALYZE) PostgreSQL
+  // hashed every listing against the reputations and sorted them, 70-440 ms a page instead of a walk of
+  // orders_book stopping at the page (bench figure 3).
+  const page = (schema: string | undefined) =>
     db.query<BookRow>(
       prepared(
-        `SELECT p.*, ${reputations ? "coalesce(r.score, 0)" : "0::numeric"} AS seller_reputation
+        `SELECT p.*, ${schema ? "coalesce(r.score, 0)" : "0::numeric"} AS seller_reputation
            FROM (SELECT escrow_order_id, token, amount_usdc, receive_amount(amount_usdc, fee_bps) AS receive_amount, total_mxn, ${pricePerUnitColumn("orders")},
                         bank_code, expires_at, seller_wallet, (total_mxn / receive_amount(amount_usdc, fee_bps)) AS book_price, id
                    FROM orders ${where}
                   ORDER BY (total_mxn / receive_amount(amount_usdc, fee_bps)), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}) p
-           ${reputations ? `LEFT JOIN ${reputations} r ON r.account = lower(p.seller_wallet)` : ""}
+           ${schema ? `LEFT JOIN LATERAL (${reputationSql(schema, "lower(p.seller_wallet)")}) r ON true` : ""}
           ORDER BY p.book_price, p.id`,
         [...values, filters.limit, filters.offset],
       ),
     );
-  const reputations = indexerSchema ? qualifiedTable(indexerSchema, INDEXER_TABLES.reputation) : undefined;
   const [{ rows }, count] = await Promise.all([
-    page(reputations).catch((error: unknown) => {
+    page(indexerSchema).catch((error: unknown) => {
       // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
       if ((error as { code?: string }).code === "42P01") return page(undefined);
       throw error;

@@ -10,9 +10,10 @@
 //       transaction_index integer, log_index integer, address text, event_name text,
 //       order_id text NULL (bytes32), args jsonb (decoded args by name; integers above 48 bits as
 //       decimal strings, smaller ones (uint8/uint16) as JSON numbers). Every hex value, addresses
-//       included, is lower-case. Indexes on (block_number, log_index) and (order_id) are created once
-//       the backfill is done.
-//     escrow_order, reputation: the admin API's views (indexer/ponder.schema.ts).
+//       included, is lower-case. Indexes on (block_number, log_index), (order_id) and, for the
+//       ReputationChanged events alone, (args->>'account', block_number, log_index) are created once the
+//       backfill is done. The admin API's escrow view and reputations are read from these rows
+//       (src/admin/orders.ts, src/sync/indexer-tables.ts `reputationSql`), not kept in tables of their own.
 //     indexer_head: chain_id integer PK, block_number bigint, block_hash text, block_timestamp bigint.
 // - Ponder's own objects in the same schema: _ponder_meta (key 'app': build_id, is_locked, is_ready,
 //   heartbeat_at), _ponder_checkpoint (chain_name, chain_id, latest/safe/finalized_checkpoint as
@@ -20,11 +21,10 @@
 //   and live-query functions. The RPC cache is the shared ponder_sync schema (off on chain 31337).
 //
 // How changes appear to a reader:
-// - Realtime blocks are indexed one block per transaction: its escrow_event rows, escrow_order and
-//   reputation changes and indexer_head move together.
+// - Realtime blocks are indexed one block per transaction: its escrow_event rows and indexer_head move
+//   together.
 // - Reorg: in one transaction Ponder reverts every write of the orphaned blocks from its journals:
-//   their escrow_event rows are DELETED (never updated), escrow_order / reputation rows get their
-//   earlier values back, indexer_head returns to the common ancestor. The new branch's blocks are then
+//   their escrow_event rows are DELETED (never updated), indexer_head returns to the common ancestor. The new branch's blocks are then
 //   indexed as new rows (an id may come back with another block_hash and content).
 // - Every start on an existing schema (clean restart included) first reverts, in one transaction,
 //   everything above the finalized block, then re-indexes it: rows of unfinalized blocks vanish and

@@ -6,8 +6,6 @@ import type { Hex } from "viem";
 /** The table names Ponder creates in the indexer's schema. */
 export const INDEXER_TABLES = {
   event: "escrow_event",
-  order: "escrow_order",
-  reputation: "reputation",
   head: "indexer_head",
   checkpoint: "_ponder_checkpoint",
   meta: "_ponder_meta",
@@ -22,7 +20,7 @@ export function checkSchema(schema: string): string {
   return schema;
 }
 
-/** Qualified name of an indexer table, e.g. qualifiedTable("ponder_offramp", "escrow_order"). */
+/** Qualified name of an indexer table, e.g. qualifiedTable("ponder_offramp", "escrow_event"). */
 export function qualifiedTable(schema: string, table: string): string {
   return `"${checkSchema(schema)}"."${table}"`;
 }
@@ -34,6 +32,20 @@ export function qualifiedTable(schema: string, table: string): string {
  */
 export function eventTable(schema: string): string {
   return qualifiedTable(schema, INDEXER_TABLES.event);
+}
+
+/**
+ * A statement's subquery for an account's reputation as the chain holds it: the `score` (numeric) of its
+ * last ReputationChanged event, which carries the new score at every change, with that event's
+ * `block_number` and `block_timestamp`; no row for an account never penalised (the contract's 0).
+ * `account` is an SQL expression of the lower-case address. One index probe (escrow_event's reputation
+ * index, which holds those events alone).
+ */
+export function reputationSql(schema: string, account: string): string {
+  return `SELECT (e.args ->> 'newScore')::numeric AS score, e.block_number, e.block_timestamp
+            FROM ${eventTable(schema)} e
+           WHERE e.event_name = 'ReputationChanged' AND (e.args ->> 'account') = ${account}
+           ORDER BY e.block_number DESC, e.log_index DESC LIMIT 1`;
 }
 
 /** `"<schema>"."_ponder_checkpoint"`: how far Ponder has indexed (see readIndexerHead). */

@@ -16,6 +16,7 @@ import { createPublicClient, createWalletClient, http, keccak256, maxUint256, to
 import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
+import { readEscrow, readReputation } from "../../src/admin/orders.ts";
 import { deployLocal } from "../../src/stack/deploy.ts";
 import { freePort } from "../../src/stack/free-port.ts";
 import type { Deployment } from "../../src/stack/deploy.ts";
@@ -441,49 +442,29 @@ describe("escrow indexer", () => {
     assert.deepEqual(reputationRow?.args, { account: buyer.account.address.toLowerCase(), delta: "-50", newScore: "-50" });
     assert.equal(reputationRow?.order_id, null);
 
-    const { rows: orderRows } = await pool.query<Record<string, unknown>>(
-      `SELECT order_id, status, seller, buyer, amount, buyer_amount, refund_reason, dispute_outcome, dispute_opened_by
-         FROM ${qualifiedTable(SCHEMA, "escrow_order")} ORDER BY deposited_block`,
+    // The admin API's view of each escrow order and of the buyer's reputation, read from these events.
+    const sellerAddress = seller.account.address.toLowerCase();
+    const buyerAddress = buyer.account.address.toLowerCase();
+    const lockRow = rows.find((row) => row.order_id === released.orderId && row.event_name === "Locked");
+    assert.deepEqual(await readEscrow(pool, SCHEMA, released.orderId), {
+      status: "Released",
+      seller: sellerAddress,
+      buyer: buyerAddress,
+      amountUsdc: 100,
+      lockExpiresAt: new Date(Number(lockRow?.args.lockExpiresAt) * 1000).toISOString(),
+      disputeOpenedBy: null,
+      payout: { buyerUsdc: 99, feeUsdc: 0.8, treasuryUsdc: 0.2 },
+    });
+    assert.deepEqual(
+      [await readEscrow(pool, SCHEMA, expired.orderId), await readEscrow(pool, SCHEMA, disputed.orderId)].map((view) => view && { status: view.status, buyer: view.buyer, amountUsdc: view.amountUsdc, disputeOpenedBy: view.disputeOpenedBy, payout: view.payout }),
+      [
+        { status: "Refunded", buyer: buyerAddress, amountUsdc: 5, disputeOpenedBy: null, payout: null },
+        { status: "Refunded", buyer: buyerAddress, amountUsdc: 7, disputeOpenedBy: buyerAddress, payout: null },
+      ],
     );
-    assert.deepEqual(orderRows, [
-      {
-        order_id: released.orderId,
-        status: "Released",
-        seller: seller.account.address.toLowerCase(),
-        buyer: buyer.account.address.toLowerCase(),
-        amount: (100n * USDC).toString(),
-        buyer_amount: (99n * USDC).toString(),
-        refund_reason: null,
-        dispute_outcome: null,
-        dispute_opened_by: null,
-      },
-      {
-        order_id: expired.orderId,
-        status: "Refunded",
-        seller: seller.account.address.toLowerCase(),
-        buyer: buyer.account.address.toLowerCase(),
-        amount: (5n * USDC).toString(),
-        buyer_amount: null,
-        refund_reason: refundReason.LOCK_EXPIRED,
-        dispute_outcome: null,
-        dispute_opened_by: null,
-      },
-      {
-        order_id: disputed.orderId,
-        status: "Refunded",
-        seller: seller.account.address.toLowerCase(),
-        buyer: buyer.account.address.toLowerCase(),
-        amount: (7n * USDC).toString(),
-        buyer_amount: null,
-        refund_reason: refundReason.DISPUTE,
-        dispute_outcome: disputeOutcome.SELLER,
-        dispute_opened_by: buyer.account.address.toLowerCase(),
-      },
-    ]);
-    const { rows: reputationRows } = await pool.query(
-      `SELECT account, score FROM ${qualifiedTable(SCHEMA, "reputation")}`,
-    );
-    assert.deepEqual(reputationRows, [{ account: buyer.account.address.toLowerCase(), score: "-50" }]);
+    const reputation = await readReputation(pool, SCHEMA, buyer.account.address);
+    assert.deepEqual({ ...reputation, updatedAt: null }, { address: buyerAddress, score: -50, updatedBlock: Number(reputationRow?.block_number), updatedAt: null });
+    assert.equal((await readReputation(pool, SCHEMA, seller.account.address)).score, 0);
   });
 
   it("keeps rows in chain order and serves a (block_number, log_index) cursor", async () => {
@@ -591,14 +572,8 @@ describe("escrow indexer", () => {
     assert.equal(rows.filter((row) => row.block_hash === orphan.receipt.blockHash).length, 0);
     const replacementRow = rows.find((row) => row.order_id === replacement.orderId);
     assert.equal(replacementRow?.block_hash, replacement.receipt.blockHash);
-    const { rows: orderRows } = await pool.query<{ order_id: string }>(
-      `SELECT order_id FROM ${qualifiedTable(SCHEMA, "escrow_order")} WHERE order_id = ANY($1)`,
-      [[orphan.orderId, replacement.orderId]],
-    );
-    assert.deepEqual(
-      orderRows.map((row) => row.order_id),
-      [replacement.orderId],
-    );
+    assert.equal(await readEscrow(pool, SCHEMA, orphan.orderId), null, "the orphaned deposit's escrow view is gone with its event");
+    assert.equal((await readEscrow(pool, SCHEMA, replacement.orderId))?.status, "Active");
     orders.afterReorg = replacement.orderId;
   });
 
@@ -717,11 +692,12 @@ describe("escrow indexer", () => {
       indexer = await launchIndexer({ databaseUrl: front.url });
       let exited = false;
       void indexer.exited.then(() => (exited = true));
-      // The commit of the block that inserts the deposit's order row: Ponder retries the block, and its
-      // handlers run again against rows already committed.
+      await waitForChainMatch();
+      // Caught up, so the next commit that writes escrow events is the deposit's block: Ponder retries the
+      // block, and its handlers run again against rows already committed.
       const lost = front.loseAnswer(
         (statement, transaction) =>
-          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_order"/i.test(earlier)),
+          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier)),
       );
       const { orderId } = await deposit();
       await waitFor("the commit's answer to be lost", () => Promise.race([lost, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
@@ -732,11 +708,7 @@ describe("escrow indexer", () => {
         rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
         [["Deposited", orderId], ["Locked", orderId]],
       );
-      const { rows: views } = await pool.query<{ status: string }>(
-        `SELECT status FROM ${qualifiedTable(SCHEMA, "escrow_order")} WHERE order_id = $1`,
-        [orderId],
-      );
-      assert.deepEqual(views, [{ status: "Locked" }]);
+      assert.equal((await readEscrow(pool, SCHEMA, orderId))?.status, "Locked");
     } finally {
       await indexer?.stop();
       indexer = undefined;

@@ -11,7 +11,7 @@ import { PAYMENT_VERIFY_QUEUE, type PaymentVerificationJob, type ReportProgress 
 class AttemptLostError extends Error {}
 
 /** Workers of the verification queue in each instance: the CEP portal lookups in flight at once. */
-export const PAYMENT_VERIFY_CONCURRENCY = 2;
+export const PAYMENT_VERIFY_CONCURRENCY = 4;
 
 /** The LOCKED orders with payment reports being verified; served by the partial index of migration 1764500000400, whose predicate is this one. */
 export const ORDERS_VERIFYING_PAYMENTS = `SELECT id FROM orders WHERE status = 'LOCKED' AND jsonb_array_length(coalesce(machine_snapshot->'context'->'verifyingPayments', '[]'::jsonb)) > 0`;

@@ -160,10 +160,10 @@ export async function readReputation(db: Queryable, indexerSchema: string, addre
   }
 }
 
-/** An escrow event as the escrow's view is folded from it (args as the indexer stored them: decimal strings, lower-case addresses). */
+/** An escrow event as the escrow's view is folded from it (args as the indexer stored them: src/stack/indexer-process.ts). */
 interface EscrowEventArgs {
   event_name: string;
-  args: Record<string, string | boolean>;
+  args: Record<string, string | number | boolean>;
 }
 
 /** What the view shows of an escrow order; null until its Deposited event is indexed. */
@@ -184,8 +184,7 @@ interface EscrowState {
  */
 function foldEscrowEvents(events: EscrowEventArgs[]): EscrowState | null {
   let state: EscrowState | null = null;
-  const text = (value: string | boolean | undefined) => (value === undefined ? null : String(value));
-  const address = (value: string | boolean | undefined) => String(value).toLowerCase();
+  const address = (value: string | number | boolean | undefined) => String(value).toLowerCase();
   for (const { event_name: name, args } of events) {
     if (name === "Deposited") {
       state = { status: "Active", seller: address(args.seller), buyer: null, amount: String(args.amount), lockExpiresAt: null, disputeOpenedBy: null, payout: null };
@@ -196,7 +195,7 @@ function foldEscrowEvents(events: EscrowEventArgs[]): EscrowState | null {
     else if (name === "Released") state = { ...state, status: "Released", buyer: address(args.buyer), payout: { buyer: String(args.buyerAmount), fee: String(args.feeAmount), treasury: String(args.treasuryAmount) } };
     else if (name === "Refunded") state = { ...state, status: "Refunded" };
     else if (name === "DisputeOpened") state = { ...state, status: "Disputed", disputeOpenedBy: address(args.openedBy) };
-    else if (name === "DisputeResolved" && text(args.newLockExpiresAt) !== null && text(args.newLockExpiresAt) !== "0") {
+    else if (name === "DisputeResolved" && args.newLockExpiresAt !== undefined && String(args.newLockExpiresAt) !== "0") {
       state = { ...state, status: "Locked", lockExpiresAt: String(args.newLockExpiresAt) };
     }
   }

@@ -272,6 +272,7 @@ describe("no fault, retry", () => {
 
   test("the escrow still holds the order and nobody's reputation changes", async () => {
     assert.equal(detail.escrow?.status, "Locked");
+    assert.equal(detail.escrow?.lockExpiresAt, detail.lockExpiresAt, "the escrow's view carries the new lock window");
     assert.equal(await usdcBalance(stack, stack.deployment.escrowAddress), escrowBalanceBefore);
     assert.deepEqual({ seller: await chainReputation(stack, order.seller), buyer: await chainReputation(stack, order.buyer) }, reputationBefore);
   });

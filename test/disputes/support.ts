@@ -126,7 +126,7 @@ export interface AdminOrderDetail {
   timeline: { id: string; event: string; data: Record<string, unknown>; timestamp: string }[];
   transactions: { id: string; action: string; params: Record<string, unknown>; status: string; txHash: string | null; signer: string }[];
   reputation: { seller: { address: string; score: number } | null; buyer: { address: string; score: number } | null };
-  escrow: { status: string; payout: { buyerUsdc: number; feeUsdc: number; treasuryUsdc: number } | null } | null;
+  escrow: { status: string; lockExpiresAt: string | null; payout: { buyerUsdc: number; feeUsdc: number; treasuryUsdc: number } | null } | null;
   path: { state: string; event: string | null }[];
   machine: { value: string; context: Record<string, unknown>; version: number };
   deliveries: { id: string; eventType: string; status: string; sequence: number }[];

@@ -50,14 +50,14 @@ export interface TradeRun {
 /**
  * Figure 5's trade pipelines for `partner`: pipeline `worker` makes its orders through
  * `instanceFor(worker)` (one service instance, or one of several sharing the database and chain), and
- * `services()` are the service processes' pids, whose CPU is counted as the service's.
+ * `services` are the service processes' pids, whose CPU is counted as the service's.
  */
 export async function runTrades(
   { stack, log }: Pick<FigureContext, "stack" | "log">,
   partner: Partner,
   load: { pipelines: number; maxTrades: number; durationMs: number },
   instanceFor: (worker: number) => Pick<BenchStack, "api">,
-  services: () => number[] = () => [stack.service.pid],
+  services: number[] = [stack.service.pid],
 ): Promise<TradeRun> {
   const { pipelines, maxTrades, durationMs } = load;
   const { chainSettings } = stack.chain;

@@ -119,8 +119,7 @@ async function run({ stack, quick, log, earlier }: FigureContext): Promise<Figur
     const instances = [stack, { api: stack.apiAt(second.baseUrl) }];
     const partner = await stack.createPartner({ name: "Two-instance trade bench" });
     const fromBlock = await rpc.call<Hex>("eth_blockNumber");
-    const pids = [stack.service.pid, second.pid];
-    two = await runTrades({ stack, log: (line) => log(`two instances: ${line}`) }, partner, load, (worker) => instances[worker % instances.length]!, () => pids);
+    two = await runTrades({ stack, log: (line) => log(`two instances: ${line}`) }, partner, load, (worker) => instances[worker % instances.length]!, [stack.service.pid, second.pid]);
     checks = await checkTrades(stack, two, fromBlock);
   } finally {
     await second?.stop();

@@ -25,7 +25,12 @@ export interface ReadyChild {
 
 /** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 1/100 s). */
 export function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return cpuSecondsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
+}
+
+/** The CPU seconds in a process's `/proc/<pid>/stat` line, already read. */
+export function cpuSecondsOf(stat: string): number {
+  const fields = stat.split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
@@ -40,7 +45,7 @@ export function postgresCpuSeconds(): number {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (stat.includes(" (postgres) ")) total += cpuSeconds(Number(entry));
+      if (stat.includes(" (postgres) ")) total += cpuSecondsOf(stat);
     } catch {
       // exited between the listing and the read
     }

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type pg from "pg";
-import { cpuSeconds } from "./child.ts";
+import { cpuSecondsOf } from "./child.ts";
 import { round } from "./stats.ts";
 
 /** A process's group in the breakdown; a PostgreSQL session's by the application that opened it. */
@@ -44,12 +44,14 @@ async function sample(pool: pg.Pool, services: number[]): Promise<Sample> {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     try {
+      // The stat line read once: its command name sorts the process, its times are what it used.
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const group = services.includes(pid)
         ? "service"
         : pid === process.pid
           ? "bench (load and webhook receiver)"
-          : groupOf(readFileSync(`/proc/${pid}/stat`, "utf8"), readFileSync(`/proc/${pid}/cmdline`, "utf8"), sessions.get(pid));
-      if (group) processes.set(pid, { group, seconds: cpuSeconds(pid) });
+          : groupOf(stat, readFileSync(`/proc/${pid}/cmdline`, "utf8"), sessions.get(pid));
+      if (group) processes.set(pid, { group, seconds: cpuSecondsOf(stat) });
     } catch {
       // exited between the listing and the read
     }
@@ -73,8 +75,8 @@ const SAMPLE_MS = 1000;
  * reads a second apart: one that started in between counts from zero (a PostgreSQL session opened under
  * load), one that exited loses only what it used since the last read.
  */
-export async function measureCpuShares(pool: pg.Pool, services: () => number[]): Promise<() => Promise<CpuShares>> {
-  const first = await sample(pool, services());
+export async function measureCpuShares(pool: pg.Pool, services: number[]): Promise<() => Promise<CpuShares>> {
+  const first = await sample(pool, services);
   let last = first;
   const groups: Record<string, number> = {};
   const add = (next: Sample) => {
@@ -85,12 +87,12 @@ export async function measureCpuShares(pool: pg.Pool, services: () => number[]):
   };
   let reading: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
-    reading = reading.then(async () => add(await sample(pool, services()))).catch(() => undefined);
+    reading = reading.then(async () => add(await sample(pool, services))).catch(() => undefined);
   }, SAMPLE_MS);
   return async () => {
     clearInterval(timer);
     await reading;
-    add(await sample(pool, services()));
+    add(await sample(pool, services));
     const seconds = (last.at - first.at) / 1000;
     const busy = last.machineBusy - first.machineBusy;
     const counted = Object.values(groups).reduce((sum, value) => sum + value, 0);

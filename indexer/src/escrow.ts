@@ -10,6 +10,7 @@ import type { Context } from "ponder:registry";
 import { escrowEvent, indexerHead } from "ponder:schema";
 import { replaceBigInts } from "ponder";
 import type { Hex } from "viem";
+import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 
 /** The fields of a decoded log event every handler uses (shared by all event kinds). */
 interface LogEvent {
@@ -46,29 +47,13 @@ async function record(eventName: string, event: LogEvent, context: Context): Pro
   }).onConflictDoNothing();
 }
 
-/** Every event the escrow emits (src/chain/escrow-abi.ts), each recorded as it is. */
-const ESCROW_EVENTS = [
-  "Deposited",
-  "Locked",
-  "Released",
-  "Refunded",
-  "DisputeOpened",
-  "DisputeResolved",
-  "ReputationChanged",
-  "TokenAllowed",
-  "TreasuryUpdated",
-  "Paused",
-  "Unpaused",
-  // The pause that just ended moved every open lock's effective expiry by `duration` (lockExpiryOf).
-  "LockClockResumed",
-  // Pull payments: fee shares credited at release (see Released) are withdrawn by their owners.
-  "Withdrawn",
-  "TokensRecovered",
-  "RoleGranted",
-  "RoleRevoked",
-  "RoleAdminChanged",
-  "EIP712DomainChanged",
-] as const;
+/**
+ * Every event the escrow's ABI declares, each recorded as it is: the order events, reputation, roles,
+ * pauses (LockClockResumed: the pause that ended moved every open lock's effective expiry), the treasury
+ * and pull payments (Withdrawn: fee shares credited at release, withdrawn by their owners).
+ */
+type EscrowEventName = Extract<(typeof escrowAbi)[number], { type: "event" }>["name"];
+const ESCROW_EVENTS = escrowAbi.flatMap((item) => (item.type === "event" ? [item.name] : [])) as EscrowEventName[];
 for (const name of ESCROW_EVENTS) ponder.on(`OfframpEscrow:${name}`, async ({ event, context }) => record(name, event, context));
 
 // The head marker (ponder.config.ts `blocks.IndexerHead`): runs once per block, in that block's

@@ -36,6 +36,12 @@
 //   the next start proceeds at once; after SIGKILL it waits until the heartbeat is 25 s old.
 // - Ponder refuses a schema written by a different build (config contracts, schema or handler files
 //   changed): use a new schema per build and deployment, e.g. indexerSchemaName().
+// - Patched (patches/ponder+0.17.7.patch, applied by `npm install`'s postinstall): Ponder runs a block's
+//   transaction again when its COMMIT fails or its answer is lost, and its row cache kept the rows the
+//   failed attempt had flushed, so the handlers' inserts took them for stored ones and the block was
+//   committed without its events (test/indexer/indexer.test.ts; how, by all signs, a chaos run's kill
+//   of PostgreSQL lost a DisputeResolved). The patch has the retry read its rows from the database
+//   again; startIndexer refuses to run an unpatched Ponder.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -50,6 +56,9 @@ import { repoRoot } from "../paths.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
+/** The file of Ponder's run loop that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in it. */
+const PATCHED_RUN_LOOP = path.join(repoRoot, "node_modules/ponder/dist/esm/runtime/multichain.js");
+const PATCH_MARK = "patches/ponder+0.17.7.patch";
 export const indexerRoot = path.join(repoRoot, "indexer");
 
 /**
@@ -167,6 +176,9 @@ const CHATTY = new Set(["Indexed block", "Finalized block", "Synced block", "Fet
 /** Starts `ponder start` for the escrow and resolves once it answers 200 on /ready. */
 export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
   const schema = checkSchema(options.schema);
+  if (!readFileSync(PATCHED_RUN_LOOP, "utf8").includes(PATCH_MARK)) {
+    throw new Error(`Ponder is not patched (${PATCH_MARK}): run npm install, whose postinstall applies it; unpatched, a block whose commit fails can be committed again without its events`);
+  }
   const hostname = options.hostname ?? "127.0.0.1";
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;

@@ -715,4 +715,61 @@ describe("escrow indexer", () => {
       await front.close();
     }
   });
+
+  it("indexes a backfilled range's events when its commit never reached PostgreSQL, the connection lost before it", async () => {
+    await indexer?.stop();
+    indexer = undefined;
+    const { orderId } = await deposit();
+    // Past Ponder's 30-block finality on this chain, so the deposit is backfilled at start, not followed.
+    // (One block a call: after one hardhat_mine of 40 blocks, Ponder reported a reorganisation beyond its
+    // finalized block and stopped following.)
+    for (let n = 0; n < 40; n += 1) await rpc("evm_mine");
+    const front = await startPgFront(database.url);
+    try {
+      const cut = front.cutBefore(
+        (statement, transaction) =>
+          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier)),
+      );
+      indexer = await launchIndexer({ databaseUrl: front.url });
+      await waitFor("the commit to be cut", () => Promise.race([cut, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
+      const rows = await waitForChainMatch(30_000);
+      assert.deepEqual(
+        rows.filter((row) => row.order_id === orderId).map((row) => row.event_name),
+        ["Deposited"],
+      );
+    } finally {
+      await indexer?.stop();
+      indexer = undefined;
+      await front.close();
+    }
+  });
+
+  it("indexes a block's events when its commit never reached PostgreSQL, the connection lost before it", async () => {
+    await indexer?.stop();
+    indexer = undefined;
+    const front = await startPgFront(database.url);
+    try {
+      indexer = await launchIndexer({ databaseUrl: front.url });
+      const before = await waitForChainMatch();
+      // Ponder runs the block's transaction again; its handlers must not take the rows the lost attempt
+      // had flushed for stored ones (they were rolled back with it).
+      const cut = front.cutBefore(
+        (statement, transaction) =>
+          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier)),
+      );
+      const { orderId } = await deposit();
+      await waitFor("the commit to be cut", () => Promise.race([cut, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
+      await lock(orderId);
+      const rows = await waitForChainMatch(30_000);
+      assert.deepEqual(
+        rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
+        [["Deposited", orderId], ["Locked", orderId]],
+      );
+      assert.equal((await readEscrow(pool, SCHEMA, orderId))?.status, "Locked");
+    } finally {
+      await indexer?.stop();
+      indexer = undefined;
+      await front.close();
+    }
+  });
 });

@@ -3,9 +3,10 @@
 // parsed (a named prepared statement once per session, an unnamed one at every call), and an HTTP front
 // for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
 // measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
-// profile only shows socket writes. The PostgreSQL front can also lose one answer on purpose: a commit
-// that PostgreSQL ran but whose caller never heard back (test/indexer/indexer.test.ts,
-// test/http/idempotency.test.ts).
+// profile only shows socket writes. The PostgreSQL front can also fail one round trip on purpose, the two
+// ways a connection lost at a commit looks the same to its caller: a commit PostgreSQL ran but whose
+// answer never came back (`loseAnswer`; test/indexer/indexer.test.ts, test/http/idempotency.test.ts), and
+// a commit that never reached it (`cutBefore`; test/indexer/indexer.test.ts).
 import http from "node:http";
 import net from "node:net";
 
@@ -36,6 +37,9 @@ function takeMessage(buffer: Buffer): { type: string; body: Buffer; rest: Buffer
   return { type: String.fromCharCode(buffer[0]!), body: buffer.subarray(5, 1 + length), rest: buffer.subarray(1 + length) };
 }
 
+/** Whether a fault fires at a round trip, given its statement and the statements of its connection's transaction before it. */
+type StatementMatch = (statement: string, transaction: readonly string[]) => boolean;
+
 export interface PgFront {
   /** Connection string of the front (the upstream's with its host and port replaced). */
   url: string;
@@ -50,7 +54,13 @@ export interface PgFront {
    * withheld and the connection cut once PostgreSQL is ready again, so the caller cannot tell whether it
    * ran. Resolves with the statement when it has fired.
    */
-  loseAnswer(matches: (statement: string, transaction: readonly string[]) => boolean): Promise<string>;
+  loseAnswer(matches: StatementMatch): Promise<string>;
+  /**
+   * Arms one fault: the next round trip for which `matches` holds never reaches PostgreSQL; the connection
+   * is cut before it is sent, so PostgreSQL rolls back the connection's open transaction. Resolves with
+   * the statement when it has fired.
+   */
+  cutBefore(matches: StatementMatch): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -65,13 +75,11 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
       front.roundTrips = tally();
       front.parses = tally();
     },
-    loseAnswer: (matches) =>
-      new Promise((resolve) => {
-        armed = { matches, fired: resolve };
-      }),
+    loseAnswer: (matches) => new Promise((resolve) => (armed = { kind: "lose-answer", matches, fired: resolve })),
+    cutBefore: (matches) => new Promise((resolve) => (armed = { kind: "cut-before", matches, fired: resolve })),
     close: async () => undefined,
   };
-  let armed: { matches: Parameters<PgFront["loseAnswer"]>[0]; fired(statement: string): void } | undefined;
+  let armed: { kind: "lose-answer" | "cut-before"; matches: StatementMatch; fired(statement: string): void } | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
@@ -88,18 +96,25 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
     let lastStatement = "?";
     // This connection's named prepared statements: a Bind of one without a Parse runs that text.
     const named = new Map<string, string>();
-    // The statements of its open transaction (none outside one), for loseAnswer.
+    // The statements of its open transaction (none outside one), for the faults.
     let transaction: string[] | undefined;
-    const roundTrip = (statement: string) => {
+    /** Counts a round trip and fires an armed fault it matches; true when the connection is to be cut before it is sent. */
+    const roundTrip = (statement: string): boolean => {
       add(front.roundTrips, statementLabel(statement));
       if (armed?.matches(statement, transaction ?? [])) {
-        const { fired } = armed;
+        const { kind, fired } = armed;
         armed = undefined;
+        if (kind === "cut-before") {
+          drop();
+          fired(statement);
+          return true;
+        }
         cutAfterAnswer(() => fired(statement));
       }
       if (/^\s*begin\b/i.test(statement)) transaction = [];
       else if (/^\s*(commit|rollback)\s*;?\s*$/i.test(statement)) transaction = undefined;
       else transaction?.push(statement);
+      return false;
     };
     // Reads PostgreSQL's answer without passing it on, and cuts both sides at its ReadyForQuery ('Z').
     const cutAfterAnswer = (done: () => void) => {
@@ -118,26 +133,26 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
       });
       server.resume(); // unpipe paused it
     };
-    client.on("data", (chunk: Buffer) => {
-      server.write(chunk);
-      buffered = Buffer.concat([buffered, chunk]);
+    /** Reads the whole messages buffered so far; true when a fault cut the connection before the last chunk went on. */
+    const readMessages = (): boolean => {
       for (;;) {
         if (!started) {
           // The startup message (and an SSL request before it) has a length but no type byte.
-          if (buffered.length < 4) return;
+          if (buffered.length < 4) return false;
           const length = buffered.readInt32BE(0);
-          if (buffered.length < length) return;
+          if (buffered.length < length) return false;
           const code = buffered.readInt32BE(4);
           buffered = buffered.subarray(length);
           if (code !== 80877103) started = true;
           continue;
         }
         const message = takeMessage(buffered);
-        if (!message) return;
+        if (!message) return false;
         const { type, body } = message;
         buffered = message.rest;
-        if (type === "Q") roundTrip(body.toString("utf8").replace(/\0$/, ""));
-        else if (type === "P") {
+        if (type === "Q") {
+          if (roundTrip(body.toString("utf8").replace(/\0$/, ""))) return true;
+        } else if (type === "P") {
           const nameEnd = body.indexOf(0);
           lastStatement = body.subarray(nameEnd + 1, body.indexOf(0, nameEnd + 1)).toString("utf8");
           if (nameEnd > 0) named.set(body.subarray(0, nameEnd).toString("utf8"), lastStatement);
@@ -146,8 +161,14 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
           const portalEnd = body.indexOf(0);
           const name = body.subarray(portalEnd + 1, body.indexOf(0, portalEnd + 1)).toString("utf8");
           lastStatement = named.get(name) ?? lastStatement;
-        } else if (type === "S") roundTrip(lastStatement);
+        } else if (type === "S" && roundTrip(lastStatement)) return true;
       }
+    };
+    // Read before passed on, so a cut-before fault keeps its round trip from PostgreSQL (which runs a
+    // message only once the whole of it has arrived).
+    client.on("data", (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      if (!readMessages()) server.write(chunk);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

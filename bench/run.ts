@@ -78,8 +78,11 @@ let postgres: string | null = null;
 let failed = false;
 try {
   stack = await startBenchStack(log);
-  const { rows } = await stack.pool.query<{ version: string }>("SELECT current_setting('server_version') AS version");
-  postgres = rows[0]?.version ?? null;
+  // Autovacuum shapes the trade figures: off, the job and order tables' dead rows are not reclaimed during
+  // a figure, and the job fetches walk them (docs/benchmarks.md, stop 40).
+  const { rows } = await stack.pool.query<{ version: string; autovacuum: string }>("SELECT current_setting('server_version') AS version, current_setting('autovacuum') AS autovacuum");
+  postgres = rows[0] ? `${rows[0].version}, autovacuum ${rows[0].autovacuum}` : null;
+  if (rows[0]?.autovacuum === "off") log("PostgreSQL runs with autovacuum off: no dead row is reclaimed during the figures, as no production server runs");
   for (const figure of selected) {
     await settleDeliveries(stack, quick ? 15_000 : 90_000);
     await settleIndexer(stack, 120_000);

@@ -341,6 +341,10 @@ after(async () => {
   await chain?.stop();
 });
 
+/** The COMMIT of a transaction that wrote escrow_event rows (a block's, or a backfilled range's). */
+const commitWritingEscrowEvents = (statement: string, transaction: readonly string[]) =>
+  /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier));
+
 describe("escrow indexer", () => {
   const orders: Record<string, Hex> = {};
 
@@ -695,10 +699,7 @@ describe("escrow indexer", () => {
       await waitForChainMatch();
       // Caught up, so the next commit that writes escrow events is the deposit's block: Ponder retries the
       // block, and its handlers run again against rows already committed.
-      const lost = front.loseAnswer(
-        (statement, transaction) =>
-          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier)),
-      );
+      const lost = front.loseAnswer(commitWritingEscrowEvents);
       const { orderId } = await deposit();
       await waitFor("the commit's answer to be lost", () => Promise.race([lost, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
       await lock(orderId);
@@ -726,10 +727,7 @@ describe("escrow indexer", () => {
     for (let n = 0; n < 40; n += 1) await rpc("evm_mine");
     const front = await startPgFront(database.url);
     try {
-      const cut = front.cutBefore(
-        (statement, transaction) =>
-          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier)),
-      );
+      const cut = front.cutBefore(commitWritingEscrowEvents);
       indexer = await launchIndexer({ databaseUrl: front.url });
       await waitFor("the commit to be cut", () => Promise.race([cut, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
       const rows = await waitForChainMatch(30_000);
@@ -753,10 +751,7 @@ describe("escrow indexer", () => {
       const before = await waitForChainMatch();
       // Ponder runs the block's transaction again; its handlers must not take the rows the lost attempt
       // had flushed for stored ones (they were rolled back with it).
-      const cut = front.cutBefore(
-        (statement, transaction) =>
-          /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier)),
-      );
+      const cut = front.cutBefore(commitWritingEscrowEvents);
       const { orderId } = await deposit();
       await waitFor("the commit to be cut", () => Promise.race([cut, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
       await lock(orderId);

@@ -80,7 +80,8 @@ async function queueWithWorkers(name: string, workers: number, handle: (id: stri
   await sender.createQueue(name, { notify: true });
   await worker.work<{ id: string }>(name, { localConcurrency: workers, pollingIntervalSeconds: POLL_SECONDS, notifyPollingIntervalSeconds: POLL_SECONDS }, async ([job]) => handle(job!.data.id));
   // Past each worker's first poll, so that what follows waits for wake-ups.
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const polled = () => worker.getWipData().filter((data) => data.name === name && data.lastFetchedOn !== null).length === workers;
+  assert.ok(await within(15_000, polled), "every worker polled once");
 }
 
 test("a job's NOTIFY wakes one idle worker of its queue, not each of them (patches/pg-boss+12.38.0.patch)", async () => {

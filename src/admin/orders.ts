@@ -1,4 +1,4 @@
-import { eventTable, reputationSql } from "../sync/indexer-tables.ts";
+import { eventTable, indexerTablesMissing, reputationSql } from "../sync/indexer-tables.ts";
 import { whereEqual, pageOf } from "../db/filters.ts";
 import type { Queryable } from "../db/pool.ts";
 import { rawToUsdc, toJsonNumber } from "../domain/money.ts";
@@ -155,7 +155,7 @@ export async function readReputation(db: Queryable, indexerSchema: string, addre
     return { address: account, score: Number(row.score), updatedBlock: Number(row.block_number), updatedAt: new Date(Number(row.block_timestamp) * 1000).toISOString() };
   } catch (error) {
     // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
-    if ((error as { code?: string }).code === "42P01") return never;
+    if (indexerTablesMissing(error)) return never;
     throw error;
   }
 }
@@ -208,7 +208,7 @@ export async function readEscrow(db: Queryable, indexerSchema: string, escrowOrd
   try {
     ({ rows } = await db.query<EscrowEventArgs>(`SELECT event_name, args FROM ${eventTable(indexerSchema)} WHERE order_id = $1 ORDER BY block_number, log_index`, [escrowOrderId.toLowerCase()]));
   } catch (error) {
-    if ((error as { code?: string }).code === "42P01") return null;
+    if (indexerTablesMissing(error)) return null;
     throw error;
   }
   const state = foldEscrowEvents(rows);

@@ -1,5 +1,5 @@
 import { DEPOSIT_HELD, pricePerUnitColumn } from "../orders/queries.ts";
-import { reputationSql } from "../sync/indexer-tables.ts";
+import { indexerTablesMissing, reputationSql } from "../sync/indexer-tables.ts";
 import { prepared, type Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
@@ -48,7 +48,7 @@ export async function readReputations(db: Queryable, indexerSchema: string | und
     for (const row of rows) scores.set(row.account, Number(row.score));
   } catch (error) {
     // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
-    if ((error as { code?: string }).code !== "42P01") throw error;
+    if (!indexerTablesMissing(error)) throw error;
   }
   return scores;
 }
@@ -102,7 +102,7 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
   const [{ rows }, count] = await Promise.all([
     page(indexerSchema).catch((error: unknown) => {
       // The indexer has not created its tables yet: nothing is known on chain, which is the contract's 0.
-      if ((error as { code?: string }).code === "42P01") return page(undefined);
+      if (indexerTablesMissing(error)) return page(undefined);
       throw error;
     }),
     // A filtered total counts the matching listings in orders_book alone (its columns are included).

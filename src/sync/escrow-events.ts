@@ -1,6 +1,6 @@
 import { Counter, type Registry } from "prom-client";
 import type { Hex } from "viem";
-import { eventTable, INDEXER_TABLES, qualifiedTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
+import { eventTable, INDEXER_TABLES, indexerTablesMissing, qualifiedTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
@@ -356,7 +356,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
         ),
       ));
     } catch (error) {
-      if ((error as { code?: string }).code === "42P01") return []; // the indexer has not created its tables yet
+      if (indexerTablesMissing(error)) return [];
       throw error;
     }
     const first = rows[0];

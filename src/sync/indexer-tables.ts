@@ -93,6 +93,11 @@ export interface Queryable {
   query(sql: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
+/** Whether a query failed because the indexer has not created its tables yet (undefined_table). */
+export function indexerTablesMissing(error: unknown): boolean {
+  return (error as { code?: string }).code === "42P01";
+}
+
 /**
  * Reads indexer_head and Ponder's finalized block; undefined before the first block after start-up
  * has been indexed (or before the schema exists). Read it in the same snapshot as the events (one
@@ -109,7 +114,7 @@ export async function readIndexerHead(db: Queryable, schema: string): Promise<In
         ORDER BY h.chain_id LIMIT 1`,
     ));
   } catch (error) {
-    if ((error as { code?: string }).code === "42P01") return undefined; // undefined_table
+    if (indexerTablesMissing(error)) return undefined;
     throw error;
   }
   const row = rows[0];

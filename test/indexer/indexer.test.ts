@@ -36,7 +36,7 @@ import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/stack/local
 import type { LocalChain } from "../../src/stack/local-node.ts";
 import { indexerNotifyChannel } from "../../src/sync/escrow-events.ts";
 import { createTestDatabase } from "../support/database.ts";
-import { startPgFront } from "../support/wire-count.ts";
+import { startPgFront, type PgFront } from "../support/wire-count.ts";
 
 const SCHEMA = "ponder_indexer_test";
 const USDC = 1_000_000n;
@@ -345,6 +345,50 @@ after(async () => {
 const commitWritingEscrowEvents = (statement: string, transaction: readonly string[]) =>
   /^\s*commit\b/i.test(statement) && transaction.some((earlier) => /^\s*(insert into|copy)\b[^(]*"escrow_event"/i.test(earlier));
 
+/** Runs `body` with the indexer stopped and a PostgreSQL front started for it to go through; stops both after. */
+async function behindPgFront(body: (front: PgFront) => Promise<unknown>): Promise<void> {
+  await stopIndexer();
+  const front = await startPgFront(database.url);
+  try {
+    await body(front);
+  } finally {
+    await stopIndexer();
+    await front.close();
+  }
+}
+
+async function stopIndexer(): Promise<void> {
+  await indexer?.stop();
+  indexer = undefined;
+}
+
+/** Waits until an armed fault of the front has fired. */
+const faultFired = (what: string, fired: Promise<string>) => waitFor(what, () => Promise.race([fired, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
+
+/**
+ * Starts the indexer through `front` and waits until it has caught up, arms `arm`'s fault on the front (it
+ * fires at the commit of the next block with escrow events: the deposit's), then deposits and locks: both
+ * events indexed once, in order, and the escrow view Locked. Returns whether the indexer exited meanwhile.
+ */
+async function depositAndLockWithFault(front: PgFront, what: string, arm: (front: PgFront) => Promise<string>): Promise<{ exited: boolean }> {
+  const started = await launchIndexer({ databaseUrl: front.url });
+  indexer = started;
+  let exited = false;
+  void started.exited.then(() => (exited = true));
+  const before = await waitForChainMatch();
+  const fired = arm(front);
+  const { orderId } = await deposit();
+  await faultFired(what, fired);
+  await lock(orderId);
+  const rows = await waitForChainMatch(30_000);
+  assert.deepEqual(
+    rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
+    [["Deposited", orderId], ["Locked", orderId]],
+  );
+  assert.equal((await readEscrow(pool, SCHEMA, orderId))?.status, "Locked");
+  return { exited };
+}
+
 describe("escrow indexer", () => {
   const orders: Record<string, Hex> = {};
 
@@ -584,8 +628,7 @@ describe("escrow indexer", () => {
   it("resumes after a clean restart without losing or duplicating rows", async () => {
     const before = await waitForChainMatch();
     const watch = watchConsumerView();
-    await indexer!.stop();
-    indexer = undefined;
+    await stopIndexer();
     assert.equal(await isLocked(), false, "a clean stop unlocks the schema");
     // Work done while the indexer is down is picked up after the restart.
     await lock(orders.afterReorg!);
@@ -617,8 +660,7 @@ describe("escrow indexer", () => {
     const watch = watchConsumerView();
     indexer!.process.kill("SIGKILL");
     await indexer!.exited;
-    await indexer!.stop();
-    indexer = undefined;
+    await stopIndexer();
     await send(buyer, "escrow", "openDispute", [orders.afterReorg]);
     const started = Date.now();
     indexer = await launchIndexer();
@@ -636,8 +678,7 @@ describe("escrow indexer", () => {
   it("stops an indexer whose parent process was SIGKILLed, so that the next start takes the schema", async () => {
     await waitForChainMatch();
     const watch = watchConsumerView();
-    await indexer!.stop();
-    indexer = undefined;
+    await stopIndexer();
     const options = {
       databaseUrl: database.url,
       schema: SCHEMA,
@@ -688,83 +729,34 @@ describe("escrow indexer", () => {
   });
 
   it("indexes a block once when its commit ran in PostgreSQL but the answer was lost, without exiting", async () => {
-    const before = await waitForChainMatch();
-    await indexer!.stop();
-    indexer = undefined;
-    const front = await startPgFront(database.url);
-    try {
-      indexer = await launchIndexer({ databaseUrl: front.url });
-      let exited = false;
-      void indexer.exited.then(() => (exited = true));
-      await waitForChainMatch();
-      // Caught up, so the next commit that writes escrow events is the deposit's block: Ponder retries the
-      // block, and its handlers run again against rows already committed.
-      const lost = front.loseAnswer(commitWritingEscrowEvents);
-      const { orderId } = await deposit();
-      await waitFor("the commit's answer to be lost", () => Promise.race([lost, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
-      await lock(orderId);
-      const rows = await waitForChainMatch();
+    await behindPgFront(async (front) => {
+      const { exited } = await depositAndLockWithFault(front, "the commit's answer to be lost", (front) => front.loseAnswer(commitWritingEscrowEvents));
+      // Ponder retried the block, and its handlers ran again against rows already committed.
       assert.equal(exited, false, "the indexer exited");
-      assert.deepEqual(
-        rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
-        [["Deposited", orderId], ["Locked", orderId]],
-      );
-      assert.equal((await readEscrow(pool, SCHEMA, orderId))?.status, "Locked");
-    } finally {
-      await indexer?.stop();
-      indexer = undefined;
-      await front.close();
-    }
+    });
   });
 
   it("indexes a backfilled range's events when its commit never reached PostgreSQL, the connection lost before it", async () => {
-    await indexer?.stop();
-    indexer = undefined;
-    const { orderId } = await deposit();
-    // Past Ponder's 30-block finality on this chain, so the deposit is backfilled at start, not followed.
-    // (One block a call: after one hardhat_mine of 40 blocks, Ponder reported a reorganisation beyond its
-    // finalized block and stopped following.)
-    for (let n = 0; n < 40; n += 1) await rpc("evm_mine");
-    const front = await startPgFront(database.url);
-    try {
+    await behindPgFront(async (front) => {
+      const { orderId } = await deposit();
+      // Past Ponder's 30-block finality on this chain, so the deposit is backfilled at start, not followed.
+      // (One block a call: after one hardhat_mine of 40 blocks, Ponder reported a reorganisation beyond its
+      // finalized block and stopped following.)
+      for (let n = 0; n < 40; n += 1) await rpc("evm_mine");
       const cut = front.cutBefore(commitWritingEscrowEvents);
       indexer = await launchIndexer({ databaseUrl: front.url });
-      await waitFor("the commit to be cut", () => Promise.race([cut, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
+      await faultFired("the commit to be cut", cut);
       const rows = await waitForChainMatch(30_000);
       assert.deepEqual(
         rows.filter((row) => row.order_id === orderId).map((row) => row.event_name),
         ["Deposited"],
       );
-    } finally {
-      await indexer?.stop();
-      indexer = undefined;
-      await front.close();
-    }
+    });
   });
 
   it("indexes a block's events when its commit never reached PostgreSQL, the connection lost before it", async () => {
-    await indexer?.stop();
-    indexer = undefined;
-    const front = await startPgFront(database.url);
-    try {
-      indexer = await launchIndexer({ databaseUrl: front.url });
-      const before = await waitForChainMatch();
-      // Ponder runs the block's transaction again; its handlers must not take the rows the lost attempt
-      // had flushed for stored ones (they were rolled back with it).
-      const cut = front.cutBefore(commitWritingEscrowEvents);
-      const { orderId } = await deposit();
-      await waitFor("the commit to be cut", () => Promise.race([cut, new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
-      await lock(orderId);
-      const rows = await waitForChainMatch(30_000);
-      assert.deepEqual(
-        rows.slice(before.length).map((row) => [row.event_name, row.order_id]),
-        [["Deposited", orderId], ["Locked", orderId]],
-      );
-      assert.equal((await readEscrow(pool, SCHEMA, orderId))?.status, "Locked");
-    } finally {
-      await indexer?.stop();
-      indexer = undefined;
-      await front.close();
-    }
+    // Ponder runs the block's transaction again; its handlers must not take the rows the lost attempt had
+    // flushed for stored ones (they were rolled back with it).
+    await behindPgFront((front) => depositAndLockWithFault(front, "the commit to be cut", (front) => front.cutBefore(commitWritingEscrowEvents)));
   });
 });

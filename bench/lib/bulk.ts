@@ -5,7 +5,7 @@
 // orderId set to match. Timeline rows and outbox rows are not copied: no query measured here reads them.
 import type pg from "pg";
 import { PgBoss } from "pg-boss";
-import { ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
+import { ORDER_TIMER_QUEUE, timerJobId, type TimerJob } from "../../src/jobs/queues.ts";
 
 export interface StatusShare {
   status: "PENDING_DEPOSIT" | "ACTIVE" | "LOCKED" | "COMPLETED" | "EXPIRED" | "REFUNDED";
@@ -115,10 +115,10 @@ export async function insertOpenOrderTimers(pool: pg.Pool, boss: PgBoss, partner
     [partnerId, templateOrderId],
   );
   for (let i = 0; i < rows.length; i += 1000) {
-    const jobs = rows.slice(i, i + 1000).map((row) => ({
-      data: { orderId: row.id, timer: row.status === "ACTIVE" ? "LISTING_TIMEOUT" : "DEPOSIT_TIMEOUT", dueAt: row.expires_at.toISOString() },
-      startAfter: row.expires_at,
-    }));
+    const jobs = rows.slice(i, i + 1000).map((row) => {
+      const timer: TimerJob = { orderId: row.id, timer: row.status === "ACTIVE" ? "LISTING_TIMEOUT" : "DEPOSIT_TIMEOUT", dueAt: row.expires_at.toISOString() };
+      return { id: timerJobId(timer), data: timer, startAfter: row.expires_at };
+    });
     await boss.insert(ORDER_TIMER_QUEUE, jobs);
   }
   return rows.length;

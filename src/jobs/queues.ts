@@ -1,6 +1,7 @@
 import type { TimerKind } from "../orders/machine.ts";
 import type { PaymentReportId } from "../orders/machine.ts";
 import type { PaymentVerificationAttempt } from "../payments/verification.ts";
+import { v5 as uuidv5 } from "uuid";
 import type { PgBoss } from "./boss.ts";
 
 // Every pg-boss queue of the service: its name, the payload of its jobs and its options. The producers
@@ -13,6 +14,16 @@ export interface TimerJob {
   timer: TimerKind;
   dueAt: string;
 }
+
+/**
+ * The job id of an order's timer, derived from the timer itself (order, kind, due time): the transition
+ * that makes a timer moot deletes it by this id, with no lookup, and a timer started twice (a retried
+ * transition) is one job. Re-checks a worker schedules for a due timer get ids of their own.
+ */
+export function timerJobId(timer: TimerJob): string {
+  return uuidv5(`${timer.orderId}/${timer.timer}/${timer.dueAt}`, TIMER_ID_NAMESPACE);
+}
+const TIMER_ID_NAMESPACE = "6f1d8a52-3c57-4f0e-9b7a-2d4c8e1f0a93";
 
 /** An escrow transaction recorded once (chain_transactions), sent by the transaction sender. */
 export const CHAIN_SEND_QUEUE = "chain.send";

@@ -263,16 +263,25 @@ export type OrderEffect =
   | { type: "timeline"; params: { event: string; data: Record<string, unknown> } }
   | { type: "notify"; params: { eventType: EventType; data: Record<string, unknown> } }
   | { type: "startTimer"; params: { timer: TimerKind; dueAt: string } }
+  | { type: "cancelTimer"; params: { timer: TimerKind; dueAt: string } }
   | { type: "sendTransaction"; params: { action: ChainAction; params?: { outcome: DisputeOutcome } } }
   | { type: "verifyPayment"; params: { cepTrackingKey: string; operationDate: string; senderBankCode: string } };
 
-const timerMatches = (timer: TimerKind, due: (context: OrderContext) => string | null) => ({
-  context,
-  event,
-}: {
-  context: OrderContext;
-  event: OrderEvent;
-}) => event.type === "TIMER_FIRED" && event.timer === timer && event.dueAt === due(context);
+/** When the order's timer of this kind is due, or null when the order has none (a grace timer exists only while the refund is deferred). */
+function timerDueAt(timer: TimerKind, context: OrderContext): string | null {
+  switch (timer) {
+    case "DEPOSIT_TIMEOUT":
+    case "LISTING_TIMEOUT":
+      return context.expiresAt;
+    case "LOCK_TIMEOUT":
+      return context.lockExpiresAt;
+    case "REFUND_GRACE_TIMEOUT":
+      return context.lockRefundDeferred ? lockGraceEndsAt(context) : null;
+  }
+}
+
+const timerMatches = (timer: TimerKind) => ({ context, event }: { context: OrderContext; event: OrderEvent }) =>
+  event.type === "TIMER_FIRED" && event.timer === timer && event.dueAt === timerDueAt(timer, context);
 
 export const orderMachine = setup({
   types: {} as { context: OrderContext; events: OrderEvent; input: OrderInput },
@@ -281,6 +290,17 @@ export const orderMachine = setup({
     timeline: (_, _params: { event: string; data: Record<string, unknown> }) => undefined,
     notify: (_, _params: { eventType: EventType; data: Record<string, unknown> }) => undefined,
     startTimer: (_, _params: { timer: TimerKind; dueAt: string }) => undefined,
+    cancelTimer: (_, _params: { timer: TimerKind; dueAt: string }) => undefined,
+    // Leaving the state a timer serves makes the timer moot: one not due yet is deleted in the
+    // transition's transaction, so the timer queue holds only timers that can still matter (every timer
+    // fetch walks them; a finished trade used to leave its deposit, listing and lock timers there until
+    // their deadlines). A timer already due is firing now, or fires into a state that ignores it.
+    cancelPendingTimers: enqueueActions(({ context, event, enqueue }, params: { timers: TimerKind[] }) => {
+      for (const timer of params.timers) {
+        const dueAt = timerDueAt(timer, context);
+        if (dueAt !== null && Date.parse(dueAt) > Date.parse(event.at)) enqueue({ type: "cancelTimer", params: { timer, dueAt } } as never);
+      }
+    }),
     sendTransaction: (_, _params: { action: ChainAction; params?: { outcome: DisputeOutcome } }) => undefined,
     verifyPayment: (_, _params: { cepTrackingKey: string; operationDate: string; senderBankCode: string }) => undefined,
     // Screening at the lock (decisions 19): a listed buyer's order is held for the operator's review.
@@ -348,18 +368,18 @@ export const orderMachine = setup({
       event.type === "HOLD_DECIDED" && !!context.depositHold && context.depositHold.decision === null && !(event.decision === "REFUND" && context.cancelRequested),
     buyerNotYetHeld: ({ context }) => !context.sanctionsHold,
     // A verified payment held for review also holds the lock-expiry refund: the operator decides.
-    lockTimerDueWithHeldPayment: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && heldPaymentBlocksRefund(context),
-    lockTimerDueWhileVerifying: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && inWindowPaymentBeingVerified(context),
+    lockTimerDueWithHeldPayment: ({ context, event }) => timerMatches("LOCK_TIMEOUT")({ context, event }) && heldPaymentBlocksRefund(context),
+    lockTimerDueWhileVerifying: ({ context, event }) => timerMatches("LOCK_TIMEOUT")({ context, event }) && inWindowPaymentBeingVerified(context),
     // The grace period ended with the refund still waiting: the chain no longer takes the payment's confirmation.
     graceTimerDue: ({ context, event }) =>
-      timerMatches("REFUND_GRACE_TIMEOUT", lockGraceEndsAt)({ context, event }) && !!context.lockRefundDeferred && !heldPaymentBlocksRefund(context),
+      timerMatches("REFUND_GRACE_TIMEOUT")({ context, event }) && !heldPaymentBlocksRefund(context),
     lockExpiryMoved: ({ context, event }) =>
       event.type === "LOCK_EXPIRY_MOVED" && event.dueAt === context.lockExpiresAt && Date.parse(event.lockExpiresAt) > Date.parse(event.dueAt),
     paymentRejectedWhileVerified: ({ context, event }) => event.type === "PAYMENT_REJECTED" && paymentBeingVerified(context, event) !== undefined,
     lockRefundedBeforeRelease: ({ event }) => event.type === "REFUNDED" && event.reason === "LOCK_EXPIRED",
-    depositTimerDue: timerMatches("DEPOSIT_TIMEOUT", (context) => context.expiresAt),
-    listingTimerDue: timerMatches("LISTING_TIMEOUT", (context) => context.expiresAt),
-    lockTimerDue: ({ context, event }) => timerMatches("LOCK_TIMEOUT", (c) => c.lockExpiresAt)({ context, event }) && !context.lockRefundRequested,
+    depositTimerDue: timerMatches("DEPOSIT_TIMEOUT"),
+    listingTimerDue: timerMatches("LISTING_TIMEOUT"),
+    lockTimerDue: ({ context, event }) => timerMatches("LOCK_TIMEOUT")({ context, event }) && !context.lockRefundRequested,
     // Named (not inline) so the definition served to the operator console labels each edge.
     cancelNotRequested: ({ context }) => !context.cancelRequested,
     refundedForListingExpiry: ({ event }) => event.type === "REFUNDED" && event.reason === "LISTING_EXPIRED",
@@ -422,6 +442,7 @@ export const orderMachine = setup({
   }),
   states: {
     PENDING_DEPOSIT: {
+      exit: { type: "cancelPendingTimers", params: { timers: ["DEPOSIT_TIMEOUT"] } },
       entry: [
         { type: "timeline", params: { event: "CREATED", data: {} } },
         { type: "notify", params: { eventType: "order.created", data: {} } },
@@ -450,6 +471,7 @@ export const orderMachine = setup({
       },
     },
     ACTIVE: {
+      exit: { type: "cancelPendingTimers", params: { timers: ["LISTING_TIMEOUT"] } },
       on: {
         LOCKED: {
           target: "LOCKED",
@@ -522,6 +544,7 @@ export const orderMachine = setup({
     LOCKED: {
       // Reports made before a dispute are not verified after it: the buyer reports again.
       entry: assign({ verifyingPayments: [] }),
+      exit: { type: "cancelPendingTimers", params: { timers: ["LOCK_TIMEOUT", "REFUND_GRACE_TIMEOUT"] } },
       on: {
         // The buyer's SPEI report: the CEP is fetched and checked by a job, which answers with
         // PAYMENT_VERIFIED or PAYMENT_REJECTED. The same payment reported again while it is being

@@ -17,6 +17,8 @@ export interface OrderEffectPorts {
    */
   recordEvents(events: OrderNotification[], options: { orderRow: string; at: number }): OrderEventsRecording;
   startTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
+  /** Deletes the order's timer of this kind and due time, if it has not started yet (a moot timer, machine.ts `cancelPendingTimers`). */
+  cancelTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
   sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string; params?: { outcome: DisputeOutcome } }): Promise<void>;
   verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;
 }
@@ -96,6 +98,9 @@ async function performEffects(
         break; // written with the order's row (writeRow)
       case "startTimer":
         await ports.startTimer(tx, { orderId: order.id, timer: effect.params.timer, dueAt: effect.params.dueAt });
+        break;
+      case "cancelTimer":
+        await ports.cancelTimer(tx, { orderId: order.id, timer: effect.params.timer, dueAt: effect.params.dueAt });
         break;
       case "sendTransaction":
         // One request per order version: a re-delivered job or event cannot ask for a second transaction.

@@ -7,7 +7,7 @@ import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { orderEventsStatement } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed, settlingEachJob } from "../jobs/retry.ts";
-import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
+import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, timerJobId, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
 /**
  * The order actors' effects as pg-boss jobs and outbox rows, written through the transition's own
@@ -19,7 +19,10 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
       return orderEventsStatement(events, options, { boss });
     },
     async startTimer(tx, timer) {
-      await boss.send(ORDER_TIMER_QUEUE, timer satisfies TimerJob, { startAfter: new Date(timer.dueAt), ...inTransaction(tx) });
+      await boss.send(ORDER_TIMER_QUEUE, timer satisfies TimerJob, { id: timerJobId(timer), startAfter: new Date(timer.dueAt), ...inTransaction(tx) });
+    },
+    async cancelTimer(tx, timer) {
+      await boss.deleteJob(ORDER_TIMER_QUEUE, timerJobId(timer), inTransaction(tx));
     },
     async sendTransaction(tx, request) {
       const transactionId = await recordTransactionRequest(tx, request);

@@ -121,6 +121,49 @@ describe("the order machine mirrors the status chart", () => {
   });
 });
 
+describe("a timer made moot by a transition is cancelled in it", () => {
+  const cancelled = (effects: { type: string; params: Record<string, unknown> }[]) =>
+    effects.filter((effect) => effect.type === "cancelTimer").map((effect) => [effect.params.timer, effect.params.dueAt]);
+
+  test("the deposit confirmed cancels the deposit timer, due at the order's first expiry", () => {
+    assert.deepEqual(cancelled(run(ev.deposit).effects), [["DEPOSIT_TIMEOUT", DEPOSIT_DUE]]);
+  });
+
+  test("the lock cancels the listing timer", () => {
+    assert.deepEqual(cancelled(run(ev.deposit, ev.lock).effects), [["LISTING_TIMEOUT", LISTING_DUE]]);
+  });
+
+  test("leaving LOCKED cancels the lock timer: verified, disputed or refunded", () => {
+    assert.deepEqual(cancelled(run(...reach.PENDING_RELEASE).effects), [["LOCK_TIMEOUT", LOCK_DUE]]);
+    assert.deepEqual(cancelled(run(...reach.DISPUTED).effects), [["LOCK_TIMEOUT", LOCK_DUE]]);
+  });
+
+  test("a deferred refund's grace timer is cancelled with the lock timer when the order leaves LOCKED", () => {
+    const GRACE_S = 600;
+    const lock = { ...ev.lock, refundGraceSeconds: GRACE_S, at: T0 };
+    const late = { ...ev.verified, at: "2026-11-22T11:01:00.000Z" };
+    // The lock timer fired while an in-window report was being verified: the refund waits for the grace timer.
+    const { snapshot, effects } = run(ev.deposit, lock, ev.report, ev.lockTimer, late);
+    assert.equal(snapshot.value, "PENDING_RELEASE");
+    assert.deepEqual(cancelled(effects), [["REFUND_GRACE_TIMEOUT", new Date(Date.parse(LOCK_DUE) + GRACE_S * 1000).toISOString()]]);
+  });
+
+  test("a timer already due is not cancelled: the one firing, or one that fires into a state that ignores it", () => {
+    assert.deepEqual(cancelled(run(ev.depositTimer).effects), []);
+    assert.deepEqual(cancelled(run(ev.deposit, { ...ev.lock, at: LISTING_DUE }).effects), []);
+  });
+
+  test("a retried dispute's new lock timer is cancelled, not the old one, when the order leaves LOCKED again", () => {
+    const { effects } = run(...reach.DISPUTED, ev.resolve("NO_FAULT_RETRY"), ev.disputeByBuyer);
+    assert.deepEqual(cancelled(effects), [["LOCK_TIMEOUT", NEW_LOCK_DUE]]);
+  });
+
+  test("a transition within a state cancels nothing", () => {
+    assert.deepEqual(cancelled(run(ev.deposit, ev.cancel).effects), []);
+    assert.deepEqual(cancelled(run(...reach.LOCKED, ev.report).effects), []);
+  });
+});
+
 test("the service's transitions, through one inert scope, equal XState's own transition functions, step by step", () => {
   const steps = (snapshot: Snapshot, actions: { type: string; params?: unknown }[]) => ({
     value: snapshot.value,

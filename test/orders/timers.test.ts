@@ -30,6 +30,15 @@ after(async () => {
 const sandbox = (orderId: string, action: string, body: Json = {}) =>
   stack.service.api<Json>("POST", `/sandbox/orders/${orderId}/${action}`, { key: stack.partner.apiKey, body });
 
+/** The order's timer jobs pg-boss holds (a short window's timer may already be firing: any state). */
+async function timerJobs(orderId: string): Promise<{ timer: string; dueAt: string }[]> {
+  const { rows } = await stack.service.pool.query<{ timer: string; dueAt: string }>(
+    `SELECT data->>'timer' AS timer, data->>'dueAt' AS "dueAt" FROM pgboss.job WHERE name = 'orders.timer' AND data->>'orderId' = $1 ORDER BY created_on`,
+    [orderId],
+  );
+  return rows;
+}
+
 async function eventTypes(orderId: string): Promise<string[]> {
   const { rows } = await stack.service.pool.query<{ event_type: string }>("SELECT event_type FROM webhook_events WHERE order_id = $1 ORDER BY sequence", [orderId]);
   return rows.map((row) => row.event_type);
@@ -71,7 +80,8 @@ test("a timer that fires after the order moved on changes nothing", async () => 
   const order = await placeOrder(stack);
   await sandbox(order.id, "deposit");
   await waitForStatus(stack, order.id, "ACTIVE");
-  // The deposit timer (30 min) is still queued; fire it now, as pg-boss would after a delay.
+  // The deposit confirmed deleted the deposit timer (30 min), but a worker may already hold a timer as
+  // the order moves on: fire it now.
   const result = await applyOrderEvent(stack.service.pool, orderEffectPorts(stack.service.boss), order.id, {
     type: "TIMER_FIRED",
     timer: "DEPOSIT_TIMEOUT",
@@ -80,4 +90,23 @@ test("a timer that fires after the order moved on changes nothing", async () => 
   });
   assert.equal(result.changed, false);
   assert.equal(result.status, "ACTIVE");
+});
+
+test("a timer not yet due is deleted by the transition that makes it moot, and the next one is queued", async () => {
+  const order = await placeOrder(stack);
+  assert.deepEqual(await timerJobs(order.id), [{ timer: "DEPOSIT_TIMEOUT", dueAt: String(order.expiresAt) }]);
+  await sandbox(order.id, "deposit");
+  const active = await waitForStatus(stack, order.id, "ACTIVE");
+  assert.deepEqual(await timerJobs(order.id), [{ timer: "LISTING_TIMEOUT", dueAt: String(active.expiresAt) }]);
+  assert.equal((await sandbox(order.id, "lock")).status, 200);
+  const locked = await waitForStatus(stack, order.id, "LOCKED");
+  assert.deepEqual(await timerJobs(order.id), [{ timer: "LOCK_TIMEOUT", dueAt: String(locked.lockExpiresAt) }]);
+});
+
+test("a timer started again by a retried transition is one job", async () => {
+  const order = await placeOrder(stack);
+  const ports = orderEffectPorts(stack.service.boss);
+  const timer = { orderId: order.id, timer: "DEPOSIT_TIMEOUT" as const, dueAt: String(order.expiresAt) };
+  await ports.startTimer(stack.service.pool, timer);
+  assert.deepEqual(await timerJobs(order.id), [{ timer: "DEPOSIT_TIMEOUT", dueAt: String(order.expiresAt) }]);
 });

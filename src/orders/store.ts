@@ -17,7 +17,7 @@ export interface OrderEffectPorts {
    */
   recordEvents(events: OrderNotification[], options: { orderRow: string; at: number }): OrderEventsRecording;
   startTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
-  /** Deletes the order's timer of this kind and due time, if it has not started yet (a moot timer, machine.ts `cancelPendingTimers`). */
+  /** Deletes the order's timer of this kind and due time: a moot timer, which the machine names only while it is not due yet (machine.ts `cancelPendingTimers`). */
   cancelTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
   sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string; params?: { outcome: DisputeOutcome } }): Promise<void>;
   verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;

@@ -13,7 +13,7 @@ import { adminApi } from "./app/admin-api.ts";
 import { partnerApi } from "./app/partner-api.ts";
 import { dashboardModule } from "./dashboard/module.ts";
 import { migrate } from "./db/migrate.ts";
-import { createPool, type Pool } from "./db/pool.ts";
+import { createPool, type Pool, type PoolClient } from "./db/pool.ts";
 import { loadSanctionsList, type SanctionsList } from "./domain/sanctions.ts";
 import { createHttpServer } from "./http/server.ts";
 import { createApp, type Surface } from "./http/app.ts";
@@ -169,6 +169,11 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
   };
   // Lock permits (issue 14): the market's issuance, which the sandbox lock helper goes through too.
   const permits = marketPermits({ config, pool, gateway, sanctions });
+  // A settled transaction of ours a reorganisation removed goes back to the sender's queue, in the
+  // transaction that reports it (the consumer's finding or the reconciliation's).
+  const resendTransaction = async (tx: PoolClient, transactionId: string) => {
+    await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
+  };
   const consumer = options.indexerSchema
     ? createEscrowEventConsumer({
         pool,
@@ -179,9 +184,7 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
         isSanctioned: sanctions.isSanctioned,
         sanctionsEntry: sanctions.entryFor,
         refundGraceSeconds: escrowRefundGrace(gateway),
-        resendTransaction: async (tx, transactionId) => {
-          await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
-        },
+        resendTransaction,
       })
     : undefined;
   const signerBalances = watchSignerBalances({
@@ -204,6 +207,8 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
         indexerSchema: options.indexerSchema,
         intervalMs: config.chainReconcileIntervalSeconds * 1000,
         apply: consumer.applyFromChain,
+        orphan: consumer.orphanFromChain,
+        transactionRemoved: consumer.transactionRemoved,
         chain: {
           finalEnoughBlock: async () => {
             const head = await gateway.publicClient.getBlockNumber({ cacheTime: 0 });
@@ -211,6 +216,8 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
           },
           escrowEvents: async (from, to) => (await gateway.escrowLogs(from, to)).map((log) => rowFromChainLog(settings.chainId, log)),
           blockTimestamp: (blockHash) => gateway.blockTimestamp(blockHash as Hex),
+          blockHash: (number) => gateway.blockHash(number),
+          transactionMined: async (hash) => (await gateway.transactionReceipt(hash as Hex)) !== undefined,
         },
       })
     : undefined;

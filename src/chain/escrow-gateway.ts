@@ -1,4 +1,4 @@
-import { concat, createPublicClient, createWalletClient, defineChain, domainSeparator, hashStruct, hexToBytes, keccak256, type Address, type Hex, type PublicClient } from "viem";
+import { BlockNotFoundError, concat, createPublicClient, createWalletClient, defineChain, domainSeparator, hashStruct, hexToBytes, keccak256, TransactionReceiptNotFoundError, type Address, type Hash, type Hex, type PublicClient, type TransactionReceipt } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { escrowAbi, escrowEip712Domain, escrowOrderStatus, lockPermitTypes, orderTermsTypes } from "./escrow-abi.ts";
 import { chainTransport, rpcEndpoints } from "./rpc-transport.ts";
@@ -128,6 +128,28 @@ export function createEscrowGateway(settings: ChainSettings) {
     /** A block's time (Unix seconds). */
     async blockTimestamp(blockHash: Hex): Promise<bigint> {
       return (await publicClient.getBlock({ blockHash })).timestamp;
+    },
+
+    /** The hash of the canonical block `blockNumber`; undefined when the node has no such block (yet). */
+    async blockHash(blockNumber: bigint): Promise<Hex | undefined> {
+      return publicClient.getBlock({ blockNumber }).then(
+        (block) => block.hash ?? undefined,
+        (error: unknown) => {
+          if (error instanceof BlockNotFoundError) return undefined;
+          throw error;
+        },
+      );
+    },
+
+    /**
+     * The transaction's receipt in the canonical chain, undefined when it has none. Only "not found" means
+     * absent: any other failure to read the chain is thrown, never taken for a lost transaction.
+     */
+    async transactionReceipt(hash: Hash): Promise<TransactionReceipt | undefined> {
+      return publicClient.getTransactionReceipt({ hash }).catch((error: unknown) => {
+        if (error instanceof TransactionReceiptNotFoundError) return undefined;
+        throw error;
+      });
     },
   };
 }

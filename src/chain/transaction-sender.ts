@@ -1,4 +1,4 @@
-import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, TransactionReceiptNotFoundError, encodeFunctionData, keccak256, parseTransaction, type Address, type Hash, type Hex, type TransactionReceipt } from "viem";
+import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, encodeFunctionData, keccak256, parseTransaction, type Address, type Hash, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
@@ -164,13 +164,9 @@ export function createTransactionSender(deps: {
     }
   };
 
-  // Only "not found" means absent: any other failure to read the chain is thrown, never taken for a
-  // lost transaction (which would sign the action anew).
-  const receiptOf = (hash: Hash): Promise<TransactionReceipt | undefined> =>
-    client.getTransactionReceipt({ hash }).catch((error: unknown) => {
-      if (error instanceof TransactionReceiptNotFoundError) return undefined;
-      throw error;
-    });
+  // Only "not found" means absent (gateway.transactionReceipt): a failure to read the chain is never
+  // taken for a lost transaction (which would sign the action anew).
+  const receiptOf = gateway.transactionReceipt;
   const knownToNode = (hash: Hash): Promise<boolean> =>
     client.getTransaction({ hash }).then(
       () => true,

@@ -285,39 +285,59 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     // Never forward: the cursor's own block is gone, so everything from it on is read again.
     const rewindTo = (head.finalizedBlock < BigInt(cursorBlock) ? head.finalizedBlock : BigInt(cursorBlock) - 1n).toString();
     const found = await withTransaction(pool, async (tx) => {
-      const { rows } = await tx.query<OrphanedEvent>(
-        `UPDATE applied_chain_events a SET orphaned_at = now()
+      const { rows } = await tx.query<{ event_id: string }>(
+        `SELECT a.event_id FROM applied_chain_events a
           WHERE a.indexer_schema = $1 AND a.orphaned_at IS NULL AND a.block_number > $2
-            AND NOT EXISTS (SELECT 1 FROM ${table} e WHERE e.id || ':' || e.block_hash = a.event_id)
-          RETURNING a.event_id, a.order_id, a.block_number, a.event_name, a.transaction_hash`,
+            AND NOT EXISTS (SELECT 1 FROM ${table} e WHERE e.id || ':' || e.block_hash = a.event_id)`,
         [indexerSchema, rewindTo],
       );
-      for (const orphan of rows) await reportOrphan(tx, orphan);
+      const orphans = await markOrphaned(tx, rows.map((row) => row.event_id));
       await moveCursor(tx, rewindTo, 2 ** 31 - 1, null);
-      return rows;
+      return orphans;
     });
-    orphanedEvents += found.length;
     logger.error(
       { cursorBlock, rewindTo, orphaned: found.map((o) => ({ orderId: o.order_id, chainEvent: o.event_name, block: o.block_number, txHash: o.transaction_hash })) },
       "reorganisation deeper than CHAIN_CONFIRMATIONS: applied escrow events left the canonical chain; events re-read from the finalized block on",
     );
   }
 
-  async function reportOrphan(tx: PoolClient, orphan: OrphanedEvent): Promise<void> {
-    // Ours (a release, refund or resolution the sender settled): watched again and its same bytes re-sent.
-    const { rows } = await tx.query<{ id: string }>(
-      `UPDATE chain_transactions SET status = 'SENT', updated_at = now()
-        WHERE status = 'MINED' AND (tx_hash = $1 OR $1 = ANY(replaced_hashes)) RETURNING id`,
-      [orphan.transaction_hash],
+  /** Marks applied events gone from the canonical chain and reports each once (reportOrphan), in `tx`. */
+  async function markOrphaned(tx: PoolClient, eventIds: string[]): Promise<OrphanedEvent[]> {
+    const { rows } = await tx.query<OrphanedEvent>(
+      `UPDATE applied_chain_events SET orphaned_at = now() WHERE event_id = ANY($1) AND orphaned_at IS NULL
+        RETURNING event_id, order_id, block_number, event_name, transaction_hash`,
+      [eventIds],
     );
-    const resent = rows[0]?.id;
-    if (resent && options.resendTransaction) await options.resendTransaction(tx, resent);
+    for (const orphan of rows) await reportOrphan(tx, orphan);
+    orphanedEvents += rows.length;
+    return rows;
+  }
+
+  async function reportOrphan(tx: PoolClient, orphan: OrphanedEvent): Promise<void> {
+    const resent = await handBack(tx, orphan.transaction_hash);
     await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
       newId("evt"),
       orphan.order_id,
       "CHAIN_EVENT_ORPHANED",
       JSON.stringify({ chainEvent: orphan.event_name, txHash: orphan.transaction_hash, block: orphan.block_number, resentByService: resent !== undefined }),
     ]);
+  }
+
+  /**
+   * A transaction of ours the sender settled MINED and a reorganisation removed: back to SENT and queued,
+   * so it is watched and its same bytes sent again (same nonce). Its id; undefined when no settled row of
+   * ours has that hash, or its bytes are not kept (a replaced fee mined after all: nothing can send it
+   * again, and signing anew could double the action; the operator reads the timeline entry).
+   */
+  async function handBack(tx: PoolClient, txHash: string): Promise<string | undefined> {
+    const { rows } = await tx.query<{ id: string }>(
+      `UPDATE chain_transactions SET status = 'SENT', updated_at = now()
+        WHERE status = 'MINED' AND raw_tx IS NOT NULL AND tx_hash = $1 RETURNING id`,
+      [txHash],
+    );
+    const resent = rows[0]?.id;
+    if (resent && options.resendTransaction) await options.resendTransaction(tx, resent);
+    return resent;
   }
 
   /**
@@ -459,6 +479,37 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
      * of it would be, so whichever comes first applies it once. True when it was new to the service.
      */
     applyFromChain: (row: EscrowEventRow) => withTransaction(pool, (tx) => applyEvent(tx, row)),
+    /**
+     * Applied events the reconciliation found gone from the canonical chain (their block replaced) before
+     * the consumer noticed: reported and handed back as the consumer's own finding would be. How many.
+     */
+    orphanFromChain: async (eventIds: string[]): Promise<number> => {
+      const found = await withTransaction(pool, (tx) => markOrphaned(tx, eventIds));
+      if (found.length > 0) {
+        logger.error(
+          { orphaned: found.map((o) => ({ orderId: o.order_id, chainEvent: o.event_name, block: o.block_number, txHash: o.transaction_hash })) },
+          "reorganisation deeper than CHAIN_CONFIRMATIONS found by the reconciliation: applied escrow events left the canonical chain",
+        );
+      }
+      return found.length;
+    },
+    /**
+     * A settled transaction of ours whose event was never applied and whose receipt the chain no longer has
+     * (a reorganisation deeper than the confirmations while the consumer lagged): handed back to the sender,
+     * with the order's CHAIN_TRANSACTION_REMOVED timeline entry. Whether it was handed back.
+     */
+    transactionRemoved: (removed: { orderId: string; action: string; txHash: string }): Promise<boolean> =>
+      withTransaction(pool, async (tx) => {
+        const resent = await handBack(tx, removed.txHash);
+        await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
+          newId("evt"),
+          removed.orderId,
+          "CHAIN_TRANSACTION_REMOVED",
+          JSON.stringify({ action: removed.action, txHash: removed.txHash, resentByService: resent !== undefined }),
+        ]);
+        logger.error({ ...removed, resentByService: resent !== undefined }, "a settled escrow transaction of ours left the canonical chain before its event was applied");
+        return resent !== undefined;
+      }),
     /** Applied events found gone from the canonical chain since start. */
     orphanedEvents: () => orphanedEvents,
     start() {

@@ -23,6 +23,10 @@ export interface EscrowLogReader {
   escrowEvents(from: bigint, to: bigint): Promise<ChainEscrowEvent[]>;
   /** A block's time, Unix seconds. */
   blockTimestamp(blockHash: string): Promise<bigint>;
+  /** The hash of the canonical block `number`; undefined when the node does not have it (yet). */
+  blockHash(number: bigint): Promise<string | undefined>;
+  /** Whether the canonical chain holds the transaction's receipt. */
+  transactionMined(hash: string): Promise<boolean>;
 }
 
 /** Blocks re-read below the last pass's end each pass: events a reorganisation moved to other blocks are found. */
@@ -31,12 +35,20 @@ export const RECONCILE_OVERLAP_BLOCKS = 128n;
 const LOG_WINDOW_BLOCKS = 500n;
 /** The first pass after start comes this soon. */
 const FIRST_PASS_MS = 2_000;
+/** Passes that look again at a settled transaction of ours whose event is still not applied. */
+const REMOVED_LOOKS = 10;
+/** Settled transactions looked at in one pass at most (each one receipt read). */
+const REMOVED_BATCH = 100;
 
 export function createEscrowReconciliation(options: {
   pool: Pool;
   chain: EscrowLogReader;
   /** Applies one event to its order in its own transaction; true when it was new to the service. */
   apply: (row: EscrowEventRow) => Promise<boolean>;
+  /** Reports applied events whose block left the canonical chain (the consumer's `orphanFromChain`). */
+  orphan: (eventIds: string[]) => Promise<number>;
+  /** Hands a settled transaction of ours the chain no longer has back to the sender (`transactionRemoved`). */
+  transactionRemoved: (removed: { orderId: string; action: string; txHash: string }) => Promise<boolean>;
   logger: Logger;
   /** The indexer's schema: the reconciliation keeps its place per schema, as the consumer its cursor. */
   indexerSchema: string;
@@ -44,6 +56,7 @@ export function createEscrowReconciliation(options: {
 }) {
   const { pool, chain, apply, logger, indexerSchema, intervalMs } = options;
   let recovered = 0;
+  let removedTransactions = 0;
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<unknown> | undefined;
 
@@ -59,8 +72,8 @@ export function createEscrowReconciliation(options: {
     let applied = 0;
     try {
       await client.query("BEGIN");
-      const { rows } = await client.query<{ reconciled_to: string; seen_block: string; due: boolean }>(
-        "SELECT reconciled_to, seen_block, seen_at <= now() - make_interval(secs => $2) AS due FROM chain_reconciliation WHERE indexer_schema = $1 FOR UPDATE SKIP LOCKED",
+      const { rows } = await client.query<{ reconciled_to: string; seen_block: string; seen_at: Date; due: boolean }>(
+        "SELECT reconciled_to, seen_block, seen_at, seen_at <= now() - make_interval(secs => $2) AS due FROM chain_reconciliation WHERE indexer_schema = $1 FOR UPDATE SKIP LOCKED",
         [indexerSchema, intervalMs / 1000],
       );
       const place = rows[0];
@@ -75,9 +88,12 @@ export function createEscrowReconciliation(options: {
         const upTo = BigInt(place.seen_block);
         const reconciledTo = BigInt(place.reconciled_to);
         const from = reconciledTo > RECONCILE_OVERLAP_BLOCKS ? reconciledTo - RECONCILE_OVERLAP_BLOCKS + 1n : 0n;
+        const onChain = new Set<string>();
         for (let start = from; start <= upTo; start += LOG_WINDOW_BLOCKS) {
           const end = start + LOG_WINDOW_BLOCKS - 1n < upTo ? start + LOG_WINDOW_BLOCKS - 1n : upTo;
-          for (const event of await missing(await chain.escrowEvents(start, end))) {
+          const events = await chain.escrowEvents(start, end);
+          for (const event of events) onChain.add(`${event.id}:${event.block_hash}`);
+          for (const event of await missing(events)) {
             const row = { ...event, block_timestamp: (await chain.blockTimestamp(event.block_hash)).toString() };
             if (!(await apply(row))) continue;
             applied++;
@@ -87,6 +103,8 @@ export function createEscrowReconciliation(options: {
             );
           }
         }
+        await orphanGone(from, upTo, onChain);
+        await resendRemoved(place.seen_at);
         await client.query(
           "UPDATE chain_reconciliation SET reconciled_to = GREATEST(reconciled_to, $2), seen_block = $3, seen_at = now() WHERE indexer_schema = $1",
           [indexerSchema, upTo.toString(), finalEnough.toString()],
@@ -99,6 +117,50 @@ export function createEscrowReconciliation(options: {
     }
     recovered += applied;
     return applied;
+  }
+
+  /**
+   * Applied events in blocks `from` to `to` not among the logs just read there (`onChain`) whose block the
+   * chain has replaced: a reorganisation deeper than the confirmations the consumer has not noticed (it
+   * was behind the removed blocks, or the reconciliation had applied them). Each block is asked for by
+   * number, so logs a lagging node left out of a read never count as removed.
+   */
+  async function orphanGone(from: bigint, to: bigint, onChain: Set<string>): Promise<void> {
+    const { rows } = await pool.query<{ event_id: string; block_number: string }>(
+      `SELECT event_id, block_number FROM applied_chain_events
+        WHERE indexer_schema = $1 AND orphaned_at IS NULL AND block_number BETWEEN $2 AND $3`,
+      [indexerSchema, from.toString(), to.toString()],
+    );
+    const canonical = new Map<string, string | undefined>();
+    const gone: string[] = [];
+    for (const { event_id: eventId, block_number: block } of rows) {
+      if (onChain.has(eventId)) continue;
+      if (!canonical.has(block)) canonical.set(block, await chain.blockHash(BigInt(block)));
+      const hash = canonical.get(block);
+      if (hash !== undefined && !eventId.endsWith(`:${hash.toLowerCase()}`)) gone.push(eventId);
+    }
+    if (gone.length > 0) await options.orphan(gone);
+  }
+
+  /**
+   * Our transactions the sender settled MINED before `seenAt` (so in blocks this pass has read) whose
+   * event is still not applied: the chain had no log of them. Each one the chain has no receipt of was
+   * removed by a reorganisation while the consumer lagged, which no applied event can report; it is
+   * handed back to the sender. Looked at for REMOVED_LOOKS intervals after it settled.
+   */
+  async function resendRemoved(seenAt: Date): Promise<void> {
+    const { rows } = await pool.query<{ order_id: string; action: string; tx_hash: string }>(
+      `SELECT t.order_id, t.action, t.tx_hash FROM chain_transactions t
+        WHERE t.status = 'MINED' AND t.updated_at <= $1 AND t.updated_at > $1::timestamptz - make_interval(secs => $2)
+          AND NOT EXISTS (SELECT 1 FROM applied_chain_events a
+                           WHERE a.order_id = t.order_id AND a.orphaned_at IS NULL AND a.transaction_hash = t.tx_hash)
+        ORDER BY t.updated_at LIMIT ${REMOVED_BATCH}`,
+      [seenAt, (REMOVED_LOOKS * intervalMs) / 1000],
+    );
+    for (const row of rows) {
+      if (await chain.transactionMined(row.tx_hash)) continue;
+      if (await options.transactionRemoved({ orderId: row.order_id, action: row.action, txHash: row.tx_hash })) removedTransactions++;
+    }
   }
 
   /** The rows of orders of ours whose events the service has not applied, in their order. */
@@ -130,6 +192,8 @@ export function createEscrowReconciliation(options: {
     reconcileOnce,
     /** Events applied from the chain that the indexer had not delivered, since start. */
     recovered: () => recovered,
+    /** Settled transactions of ours found removed from the chain and handed back to the sender, since start. */
+    removedTransactions: () => removedTransactions,
     start() {
       // The first pass soon: an instance that lives less than an interval still does its part.
       if (!timer) schedule(Math.min(intervalMs, FIRST_PASS_MS));
@@ -145,11 +209,17 @@ export function createEscrowReconciliation(options: {
 export type EscrowReconciliation = ReturnType<typeof createEscrowReconciliation>;
 
 /** offramp_chain_events_recovered_total: escrow events applied from the chain because the indexer had not delivered them. */
-export function registerReconciliationMetrics(registry: Registry, reconciliation: Pick<EscrowReconciliation, "recovered">): void {
+export function registerReconciliationMetrics(registry: Registry, reconciliation: Pick<EscrowReconciliation, "recovered" | "removedTransactions">): void {
   registerCountReading(
     registry,
     "offramp_chain_events_recovered_total",
     "Escrow events the reconciliation read from the chain and applied because the indexer had not delivered them in time",
     reconciliation.recovered,
+  );
+  registerCountReading(
+    registry,
+    "offramp_chain_transactions_removed_total",
+    "Settled escrow transactions of ours a reorganisation removed before their event was applied, found by the reconciliation and sent again",
+    reconciliation.removedTransactions,
   );
 }

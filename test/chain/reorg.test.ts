@@ -15,7 +15,9 @@ const CONFIRMATIONS = 2;
 let stack: TradeStack;
 let node: TestNode;
 before(async () => {
-  stack = await startTradeStack({ CHAIN_CONFIRMATIONS: String(CONFIRMATIONS) }, {}, { mining: "auto" });
+  // The reconciliation with the chain runs only when a test asks (passes()), each pass due after 1 s.
+  stack = await startTradeStack({ CHAIN_CONFIRMATIONS: String(CONFIRMATIONS), CHAIN_RECONCILE_INTERVAL_SECONDS: "1" }, {}, { mining: "auto" });
+  await stack.service.chain!.reconciliation!.stop();
   node = testNode(stack.chain.rpcUrl);
 });
 after(() => stack?.close());
@@ -380,6 +382,85 @@ test("beyond the confirmations: a release sent again and reverted before the ord
   assert.equal((await indexedEvents(order.escrowOrderId, "DisputeResolved")).length, 1);
   await sleep(1500);
   assert.equal((await waitForStatus(stack, order.id, "COMPLETED")).status, "COMPLETED");
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});
+
+/** `count` passes of the reconciliation, each one due (an interval after the last). */
+async function passes(count: number): Promise<void> {
+  for (let pass = 0; pass < count; pass++) {
+    await sleep(1100);
+    await stack.service.chain!.reconciliation!.reconcileOnce();
+  }
+}
+
+/** Runs `work` with the escrow event consumer stopped: nothing Ponder holds reaches the orders meanwhile. */
+async function consumerHeldBack(work: () => Promise<void>): Promise<void> {
+  const consumer = stack.service.chain!.consumer!;
+  await consumer.stop();
+  try {
+    await work();
+  } finally {
+    consumer.start();
+  }
+}
+
+// Found by the chaos run in CI: a release settled MINED while the consumer lagged (PostgreSQL killed), then
+// removed by a reorganisation deeper than the confirmations before its Released was applied. No applied
+// event was orphaned, so nothing handed it back; the order stayed PENDING_RELEASE, the escrow Locked.
+test("beyond the confirmations, the consumer behind: a settled release removed before its event was applied is found by the reconciliation and sent again with the same bytes", async () => {
+  const order = await lockedOrder();
+  let settled: { status: string; tx_hash: string } | undefined;
+  let first: { block_hash: string } | undefined;
+  await consumerHeldBack(async () => {
+    await passes(1); // the reconciliation has seen the chain before the release
+    const snapshot = await node.rpc("evm_snapshot");
+    await acted(order, "pay", "Released");
+    [first] = await indexedEvents(order.escrowOrderId, "Released");
+    await node.mine(CONFIRMATIONS);
+    settled = await settledTransaction(order.id, "confirmPayment");
+    await reorganise(snapshot, 6);
+    await indexed(order.escrowOrderId, "Released", 0);
+    assert.equal((await timeline(order.id)).some((entry) => entry.event === "COMPLETED"), false, "the release was never applied");
+
+    await passes(2); // the first sees the chain after the release settled; the second looks for its event
+    const removed = await waitFor("the removed release reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_TRANSACTION_REMOVED"));
+    assert.deepEqual(removed.data, { action: "confirmPayment", txHash: settled.tx_hash, resentByService: true });
+    const again = await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
+    assert.equal(again.transaction_hash, settled.tx_hash, "the same signed transaction");
+  });
+  await confirmed(order, "COMPLETED");
+  await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});
+
+test("beyond the confirmations, the consumer behind: a release the reconciliation applied and a reorganisation then removed is reported orphaned and sent again", async () => {
+  const order = await lockedOrder();
+  let settled: { status: string; tx_hash: string } | undefined;
+  await consumerHeldBack(async () => {
+    await passes(1);
+    const snapshot = await node.rpc("evm_snapshot");
+    await acted(order, "pay", "Released");
+    const [first] = await indexedEvents(order.escrowOrderId, "Released");
+    await node.mine(CONFIRMATIONS);
+    settled = await settledTransaction(order.id, "confirmPayment");
+    await passes(2); // the second reads the release's block from the chain and applies it
+    assert.equal((await waitForStatus(stack, order.id, "COMPLETED")).status, "COMPLETED");
+
+    await reorganise(snapshot, 6);
+    await indexed(order.escrowOrderId, "Released", 0);
+    await passes(1); // reads the release's block again: another block now
+    const orphaned = await waitFor("the vanished release reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED"));
+    assert.deepEqual([orphaned.data.chainEvent, orphaned.data.txHash, orphaned.data.resentByService], ["Released", settled.tx_hash, true]);
+    const again = await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
+    assert.equal(again.transaction_hash, settled.tx_hash, "the same signed transaction");
+  });
+  await node.mine(CONFIRMATIONS);
+  await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
+  await sleep(1500);
   assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
   await assertWebhooksOnce(order.id);
 });

@@ -24,8 +24,11 @@ after(async () => {
 
 const INTERVAL_MS = 30_000;
 
-/** A chain at `head` (already final-enough) whose log reads are recorded; no logs. */
-function chainAt(head: { block: bigint }) {
+/**
+ * A chain at `head` (already final-enough) whose log reads are recorded; `logs` its escrow logs (none
+ * unless given), `hashes` its blocks' hashes by number (a block not there: the node does not have it).
+ */
+function chainAt(head: { block: bigint }, logs: ChainEscrowEvent[] = [], hashes = new Map<bigint, string>()) {
   const reads: [bigint, bigint][] = [];
   return {
     reads,
@@ -33,16 +36,27 @@ function chainAt(head: { block: bigint }) {
       finalEnoughBlock: async () => head.block,
       escrowEvents: async (from: bigint, to: bigint): Promise<ChainEscrowEvent[]> => {
         reads.push([from, to]);
-        return [];
+        return logs.filter((log) => BigInt(log.block_number) >= from && BigInt(log.block_number) <= to);
       },
       blockTimestamp: async () => 0n,
+      blockHash: async (number: bigint) => hashes.get(number),
+      transactionMined: async () => true,
     },
   };
 }
 
-/** One instance's reconciliation (a new one per "restart"). */
-function instance(schema: string, reader: ReturnType<typeof chainAt>["reader"]) {
-  return createEscrowReconciliation({ pool, chain: reader, apply: async () => true, logger: createLogger("silent"), indexerSchema: schema, intervalMs: INTERVAL_MS });
+/** One instance's reconciliation (a new one per "restart"); the events it reports orphaned go to `orphaned`. */
+function instance(schema: string, reader: ReturnType<typeof chainAt>["reader"], orphaned: string[] = []) {
+  return createEscrowReconciliation({
+    pool,
+    chain: reader,
+    apply: async () => true,
+    orphan: async (eventIds) => orphaned.push(...eventIds),
+    transactionRemoved: async () => true,
+    logger: createLogger("silent"),
+    indexerSchema: schema,
+    intervalMs: INTERVAL_MS,
+  });
 }
 
 /** As if the last pass's look at the chain were `seconds` ago. */
@@ -110,4 +124,23 @@ test("two instances at once: one reads, the other skips", async () => {
   await age("two", INTERVAL_MS / 1000);
   await Promise.all([instance("two", chain.reader).reconcileOnce(), instance("two", chain.reader).reconcileOnce()]);
   assert.equal(chain.reads.length, 1);
+});
+
+test("an applied event whose block the chain has replaced is reported orphaned; one a read left out whose block is unchanged or unknown is not", async () => {
+  const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+  const applied = (block: number, blockHash: string, log = 0) => ({ id: `31337-${block}-${log}`, event_id: `31337-${block}-${log}:${blockHash}`, block });
+  const stillThere = applied(30_010, hash(1)); // among the logs read
+  const replaced = applied(30_020, hash(2)); // its block now has another hash
+  const leftOut = applied(30_030, hash(3)); // not among the logs read (a lagging node), its block unchanged
+  const unknownBlock = applied(30_040, hash(4)); // the node has no block 30,040 yet
+  for (const event of [stillThere, replaced, leftOut, unknownBlock]) {
+    await pool.query("INSERT INTO applied_chain_events (event_id, order_id, indexer_schema, block_number, event_name, transaction_hash) VALUES ($1, 'ord_x', 'orphans', $2, 'Released', '0x1')", [event.event_id, event.block]);
+  }
+  const log: ChainEscrowEvent = { id: stillThere.id, block_number: "30010", block_hash: hash(1), transaction_hash: "0x1", log_index: 0, event_name: "Released", order_id: "0xab", args: {} };
+  const chain = chainAt({ block: 30_050n }, [log], new Map([[30_010n, hash(1)], [30_020n, hash(22)], [30_030n, hash(3)]]));
+  const orphaned: string[] = [];
+  await instance("orphans", chain.reader, orphaned).reconcileOnce();
+  await age("orphans", INTERVAL_MS / 1000);
+  await instance("orphans", chain.reader, orphaned).reconcileOnce();
+  assert.deepEqual(orphaned, [replaced.event_id]);
 });

@@ -435,6 +435,46 @@ const knownIssues = {
   depositDeadlinePassed: (serviceLog.match(/DepositDeadlinePassed/g) ?? []).length,
 };
 
+/** Ponder's log lines about what changes its tables (reorganisations, restarts, failures), at most 120, in short. */
+function indexerStory(file: string, since: number): string[] {
+  const told = new Set([
+    "Detected reorg in local chain",
+    "Reconciled reorg in local chain",
+    "Reverted reorged database rows",
+    "Reorged block",
+    "Encountered unrecoverable reorg",
+    "Failed to fetch latest block",
+    "Failed to index block",
+    "Failed database query",
+    "Detected crash recovery",
+    "Started backfill indexing",
+    "Started live indexing",
+    "Finalized block",
+    "Fetched missing blocks",
+    "Received SIGINT",
+  ]);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  const lines: string[] = [];
+  for (const raw of text.split("\n")) {
+    let record: Record<string, unknown>;
+    try {
+      record = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    if (typeof record.msg !== "string" || !told.has(record.msg)) continue;
+    const { msg, time, level: _level, chain: _chain, chain_id: _chainId, error, ...rest } = record;
+    const why = error && typeof error === "object" && "message" in error ? ` (${String((error as { message: unknown }).message).split("\n")[0]})` : "";
+    lines.push(`+${Math.round((Number(time) - since) / 1000)}s ${msg} ${JSON.stringify(rest)}${why}`.slice(0, 240));
+  }
+  return lines.slice(-120);
+}
+
 const finishedAt = new Date();
 const byPath = Object.fromEntries(
   PATH_NAMES.map((name) => {
@@ -524,4 +564,10 @@ log(
     `${violations.length} violation(s), ${report.trades.deviations.length} deviation(s), ${report.durationSeconds} s`,
 );
 for (const violation of violations.slice(0, 30)) log(`VIOLATION ${violation.kind}${violation.trade !== undefined ? ` trade ${violation.trade} ${violation.path} ${violation.orderId ?? ""}` : ""}: ${violation.detail}`);
+// The run's logs stay on the machine that ran it; CI keeps only this output. So an indexer violation
+// brings Ponder's own account of its reorganisations, restarts and failures with it.
+if (violations.some((violation) => violation.kind === "indexer")) {
+  for (const line of indexerStory(path.join(logDir, "indexer.log"), runStart)) log(`indexer: ${line}`);
+  log(`the service's reconciliation reported the indexer lacking events ${(serviceLog.match(/the indexer lacks escrow events/g) ?? []).length} time(s)`);
+}
 process.exit(violations.length > 0 ? 1 : 0);

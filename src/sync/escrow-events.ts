@@ -314,13 +314,17 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   }
 
   async function reportOrphan(tx: PoolClient, orphan: OrphanedEvent): Promise<void> {
-    const resent = await handBack(tx, orphan.transaction_hash);
-    await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
-      newId("evt"),
-      orphan.order_id,
-      "CHAIN_EVENT_ORPHANED",
-      JSON.stringify({ chainEvent: orphan.event_name, txHash: orphan.transaction_hash, block: orphan.block_number, resentByService: resent !== undefined }),
-    ]);
+    const resent = await handBack(tx, orphan.order_id, orphan.transaction_hash);
+    await addToTimeline(tx, orphan.order_id, "CHAIN_EVENT_ORPHANED", {
+      chainEvent: orphan.event_name,
+      txHash: orphan.transaction_hash,
+      block: orphan.block_number,
+      resentByService: resent !== undefined,
+    });
+  }
+
+  async function addToTimeline(tx: PoolClient, orderId: string, event: string, data: Record<string, unknown>): Promise<void> {
+    await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [newId("evt"), orderId, event, JSON.stringify(data)]);
   }
 
   /**
@@ -329,11 +333,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
    * ours has that hash, or its bytes are not kept (a replaced fee mined after all: nothing can send it
    * again, and signing anew could double the action; the operator reads the timeline entry).
    */
-  async function handBack(tx: PoolClient, txHash: string): Promise<string | undefined> {
+  async function handBack(tx: PoolClient, orderId: string, txHash: string): Promise<string | undefined> {
     const { rows } = await tx.query<{ id: string }>(
       `UPDATE chain_transactions SET status = 'SENT', updated_at = now()
-        WHERE status = 'MINED' AND raw_tx IS NOT NULL AND tx_hash = $1 RETURNING id`,
-      [txHash],
+        WHERE order_id = $1 AND tx_hash = $2 AND status = 'MINED' AND raw_tx IS NOT NULL RETURNING id`,
+      [orderId, txHash],
     );
     const resent = rows[0]?.id;
     if (resent && options.resendTransaction) await options.resendTransaction(tx, resent);
@@ -500,13 +504,10 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
      */
     transactionRemoved: (removed: { orderId: string; action: string; txHash: string }): Promise<boolean> =>
       withTransaction(pool, async (tx) => {
-        const resent = await handBack(tx, removed.txHash);
-        await tx.query("INSERT INTO order_timeline (id, order_id, event, data) VALUES ($1, $2, $3, $4)", [
-          newId("evt"),
-          removed.orderId,
-          "CHAIN_TRANSACTION_REMOVED",
-          JSON.stringify({ action: removed.action, txHash: removed.txHash, resentByService: resent !== undefined }),
-        ]);
+        const { rows } = await tx.query("SELECT 1 FROM chain_transactions WHERE order_id = $1 AND tx_hash = $2 AND status = 'MINED' FOR UPDATE", [removed.orderId, removed.txHash]);
+        if (rows.length === 0) return false; // moved on meanwhile (the consumer found its event orphaned, say)
+        const resent = await handBack(tx, removed.orderId, removed.txHash);
+        await addToTimeline(tx, removed.orderId, "CHAIN_TRANSACTION_REMOVED", { action: removed.action, txHash: removed.txHash, resentByService: resent !== undefined });
         logger.error({ ...removed, resentByService: resent !== undefined }, "a settled escrow transaction of ours left the canonical chain before its event was applied");
         return resent !== undefined;
       }),

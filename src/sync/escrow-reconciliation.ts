@@ -7,10 +7,11 @@
 // through the indexer) and applies those of our orders the service has not applied, in chain order, keyed
 // as the indexer's rows of them: whichever comes first applies an event once. This serves every event
 // kind: a lost deposit, lock, dispute, release or refund, and one a reorganisation moved to another block.
-import type { Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { registerCountReading, type ChainEscrowEvent, type EscrowEventRow } from "./escrow-events.ts";
+import { eventTable, INDEXER_TABLES, indexerTablesMissing, qualifiedTable } from "./indexer-tables.ts";
 
 /** What the reconciliation reads from the chain. */
 export interface EscrowLogReader {
@@ -28,6 +29,9 @@ export interface EscrowLogReader {
   /** Whether the canonical chain holds the transaction's receipt. */
   transactionMined(hash: string): Promise<boolean>;
 }
+
+/** The block number of an event key `<chain id>-<block number>-<log index>:<block hash>`. */
+const blockOf = (eventKey: string): string => eventKey.split("-")[1]!;
 
 /** Blocks re-read below the last pass's end each pass: events a reorganisation moved to other blocks are found. */
 export const RECONCILE_OVERLAP_BLOCKS = 128n;
@@ -57,6 +61,7 @@ export function createEscrowReconciliation(options: {
   const { pool, chain, apply, logger, indexerSchema, intervalMs } = options;
   let recovered = 0;
   let removedTransactions = 0;
+  let indexerMissing = 0;
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<unknown> | undefined;
 
@@ -105,6 +110,7 @@ export function createEscrowReconciliation(options: {
         }
         await orphanGone(from, upTo, onChain);
         await resendRemoved(place.seen_at);
+        await auditIndexer(from, upTo, onChain);
         await client.query(
           "UPDATE chain_reconciliation SET reconciled_to = GREATEST(reconciled_to, $2), seen_block = $3, seen_at = now() WHERE indexer_schema = $1",
           [indexerSchema, upTo.toString(), finalEnough.toString()],
@@ -163,6 +169,53 @@ export function createEscrowReconciliation(options: {
     }
   }
 
+  /**
+   * Whether the indexer holds every escrow log the chain has in blocks `from` to `to` (the logs just read,
+   * `onChain`) up to its own head, when that head is the chain's block at its height: Ponder keeps a
+   * block's rows and its head in one transaction, so on the canonical chain nothing at or below its head
+   * may be missing. The orders do not depend on it (this pass applies what the indexer did not deliver),
+   * but the admin API reads escrows from those rows, and a missing one means Ponder lost it: the chaos
+   * run caught Ponder 0.17 doing so once, around a reorganisation and a database kill. Logged at error and
+   * set in offramp_indexer_events_missing; only re-indexing into a new schema brings the rows back.
+   */
+  async function auditIndexer(from: bigint, to: bigint, onChain: Set<string>): Promise<void> {
+    let row: { head_block: string | null; head_hash: string | null; ids: string[] } | undefined;
+    try {
+      [row] = (
+        await pool.query<{ head_block: string | null; head_hash: string | null; ids: string[] }>(
+          `WITH head AS (SELECT block_number, block_hash FROM ${qualifiedTable(indexerSchema, INDEXER_TABLES.head)} ORDER BY chain_id LIMIT 1)
+           SELECT (SELECT block_number FROM head) AS head_block, (SELECT block_hash FROM head) AS head_hash,
+                  coalesce((SELECT array_agg(e.id || ':' || e.block_hash) FROM ${eventTable(indexerSchema)} e
+                             WHERE e.block_number BETWEEN $1 AND LEAST($2::bigint, (SELECT block_number FROM head))), '{}') AS ids`,
+          [from.toString(), to.toString()],
+        )
+      ).rows;
+    } catch (error) {
+      if (indexerTablesMissing(error)) return;
+      throw error;
+    }
+    if (!row?.head_block || !row.head_hash) return;
+    const head = BigInt(row.head_block);
+    if ((await chain.blockHash(head))?.toLowerCase() !== row.head_hash.toLowerCase()) return; // mid-reorganisation: next pass
+    const indexed = new Set(row.ids);
+    const lacking = [...onChain].filter((id) => BigInt(blockOf(id)) <= head && !indexed.has(id));
+    // A log read before a reorganisation that came since is no longer the chain's: only the chain's count.
+    const canonical = new Map<string, string | undefined>();
+    const missing: string[] = [];
+    for (const id of lacking) {
+      const block = blockOf(id);
+      if (!canonical.has(block)) canonical.set(block, (await chain.blockHash(BigInt(block)))?.toLowerCase());
+      if (id.endsWith(`:${canonical.get(block)}`)) missing.push(id);
+    }
+    indexerMissing = missing.length;
+    if (missing.length > 0) {
+      logger.error(
+        { indexerSchema, missing: missing.slice(0, 20), count: missing.length, indexedHead: head.toString() },
+        "the indexer lacks escrow events the chain has at or below its head: Ponder lost rows; re-index into a new INDEXER_SCHEMA",
+      );
+    }
+  }
+
   /** The rows of orders of ours whose events the service has not applied, in their order. */
   async function missing(rows: ChainEscrowEvent[]): Promise<ChainEscrowEvent[]> {
     const candidates = rows.filter((row) => row.order_id !== null);
@@ -194,6 +247,8 @@ export function createEscrowReconciliation(options: {
     recovered: () => recovered,
     /** Settled transactions of ours found removed from the chain and handed back to the sender, since start. */
     removedTransactions: () => removedTransactions,
+    /** Escrow logs of the chain the indexer lacked at the last audit (auditIndexer). */
+    indexerMissing: () => indexerMissing,
     start() {
       // The first pass soon: an instance that lives less than an interval still does its part.
       if (!timer) schedule(Math.min(intervalMs, FIRST_PASS_MS));
@@ -209,7 +264,15 @@ export function createEscrowReconciliation(options: {
 export type EscrowReconciliation = ReturnType<typeof createEscrowReconciliation>;
 
 /** offramp_chain_events_recovered_total: escrow events applied from the chain because the indexer had not delivered them. */
-export function registerReconciliationMetrics(registry: Registry, reconciliation: Pick<EscrowReconciliation, "recovered" | "removedTransactions">): void {
+export function registerReconciliationMetrics(registry: Registry, reconciliation: Pick<EscrowReconciliation, "recovered" | "removedTransactions" | "indexerMissing">): void {
+  new Gauge({
+    name: "offramp_indexer_events_missing",
+    help: "Escrow logs of the chain, at or below the indexer's head on the canonical chain, that the indexer's rows lacked at the last reconciliation pass (alert on any: re-index)",
+    registers: [registry],
+    collect() {
+      this.set(reconciliation.indexerMissing());
+    },
+  });
   registerCountReading(
     registry,
     "offramp_chain_events_recovered_total",

@@ -144,3 +144,50 @@ test("an applied event whose block the chain has replaced is reported orphaned; 
   await instance("orphans", chain.reader, orphaned).reconcileOnce();
   assert.deepEqual(orphaned, [replaced.event_id]);
 });
+
+/** An indexer schema holding `rows` (event keys `<id>:<block hash>`) and its head at `head`. */
+async function indexerHolding(schema: string, head: { block: bigint; hash: string }, rows: string[]): Promise<void> {
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await pool.query(`CREATE TABLE ${schema}.escrow_event (id text PRIMARY KEY, block_number bigint NOT NULL, block_hash text NOT NULL)`);
+  await pool.query(`CREATE TABLE ${schema}.indexer_head (chain_id integer PRIMARY KEY, block_number bigint NOT NULL, block_hash text NOT NULL)`);
+  await pool.query(`INSERT INTO ${schema}.indexer_head VALUES (31337, $1, $2)`, [head.block.toString(), head.hash]);
+  for (const key of rows) {
+    const [id, blockHash] = key.split(":") as [string, string];
+    await pool.query(`INSERT INTO ${schema}.escrow_event VALUES ($1, $2, $3)`, [id, id.split("-")[1], blockHash]);
+  }
+}
+
+/** Escrow logs at `blocks` (one each, log 0), the block hash of each block `0x…<block>`. */
+function logsAt(blocks: number[]): { logs: ChainEscrowEvent[]; hashes: Map<bigint, string>; key: (block: number) => string } {
+  const hash = (block: number) => `0x${block.toString(16).padStart(64, "0")}`;
+  return {
+    logs: blocks.map((block) => ({ id: `31337-${block}-0`, block_number: String(block), block_hash: hash(block), transaction_hash: "0x1", log_index: 0, event_name: "Deposited", order_id: "0xab", args: {} })),
+    hashes: new Map([40_010, 40_020, 40_030].map((block) => [BigInt(block), hash(block)])),
+    key: (block) => `31337-${block}-0:${hash(block)}`,
+  };
+}
+
+/** Two passes over blocks up to 40,050 on `schema`: the second reads them and audits the indexer. */
+async function auditedPasses(schema: string, chain: ReturnType<typeof logsAt>) {
+  const reconciliation = instance(schema, chainAt({ block: 40_050n }, chain.logs, chain.hashes).reader);
+  await reconciliation.reconcileOnce();
+  await age(schema, INTERVAL_MS / 1000);
+  await reconciliation.reconcileOnce();
+  return reconciliation;
+}
+
+test("a chain's escrow log at or below the indexer's head, on the chain's branch, that the indexer's rows lack is reported", async () => {
+  const chain = logsAt([40_010, 40_020]);
+  await indexerHolding("audit_lost", { block: 40_030n, hash: chain.hashes.get(40_030n)! }, [chain.key(40_010)]);
+  assert.equal((await auditedPasses("audit_lost", chain)).indexerMissing(), 1);
+});
+
+test("no escrow log is reported lacking above the indexer's head, or while its head is on another branch", async () => {
+  const chain = logsAt([40_010, 40_020]);
+  const block15 = `0x${"15".padStart(64, "0")}`;
+  chain.hashes.set(40_015n, block15);
+  await indexerHolding("audit_behind", { block: 40_015n, hash: block15 }, [chain.key(40_010)]);
+  assert.equal((await auditedPasses("audit_behind", chain)).indexerMissing(), 0, "40,020 is above the head");
+  await indexerHolding("audit_branch", { block: 40_030n, hash: `0x${"ee".repeat(32)}` }, [chain.key(40_010)]);
+  assert.equal((await auditedPasses("audit_branch", chain)).indexerMissing(), 0, "the head is not the chain's block");
+});

@@ -49,6 +49,7 @@ interface ChainLog {
   eventName: EscrowEventName;
   transactionHash: string;
   blockNumber: bigint;
+  blockHash: string;
   logIndex: number;
   args: { orderId?: string; reason?: number };
 }
@@ -154,7 +155,10 @@ export async function checkRun(input: CheckInput): Promise<{ violations: Violati
       const want = spec.events[name] ?? 0;
       if (count !== want) violate(trade, count > want ? "duplicate-chain-action" : "missing-chain-action", `${count} ${name} event(s) on chain, expected ${want}`);
       const indexedCount = Number(indexed.find((row) => row.order_id === order.escrow_order_id.toLowerCase() && row.event_name === name)?.n ?? 0);
-      if (indexedCount !== count) violate(trade, "indexer", `the indexer holds ${indexedCount} ${name} row(s), the chain ${count}`);
+      if (indexedCount !== count) {
+        const where = logs.filter((log) => log.eventName === name).map((log) => `block ${log.blockNumber} ${log.blockHash.slice(0, 10)} log ${log.logIndex} tx ${log.transactionHash.slice(0, 10)}`);
+        violate(trade, "indexer", `the indexer holds ${indexedCount} ${name} row(s), the chain ${count}${where.length > 0 ? ` (on chain: ${where.join("; ")})` : ""}`);
+      }
     }
     const released = logs.find((log) => log.eventName === "Released");
     const refunded = logs.find((log) => log.eventName === "Refunded");

@@ -343,7 +343,8 @@ function indexerChild(options: {
         startBlock: options.deployment.deploymentBlock,
         port: await freePort(),
         logFile: options.logFile,
-        logLevel: "warn",
+        // Debug: the log then tells each reorganisation's common ancestor and the rows it reverted.
+        logLevel: "debug",
         readyTimeoutMs: 180_000,
         ...(options.pollingIntervalMs === undefined ? {} : { pollingIntervalMs: options.pollingIntervalMs }),
       });

@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import type { Hex } from "viem";
+import { ORDER_TIMER_QUEUE, timerJobId } from "../../src/jobs/queues.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
 import { placeOrder, sentToChain, startTradeStack, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
@@ -109,4 +110,25 @@ test("a timer started again by a retried transition is one job", async () => {
   const timer = { orderId: order.id, timer: "DEPOSIT_TIMEOUT" as const, dueAt: String(order.expiresAt) };
   await ports.startTimer(stack.service.pool, timer);
   assert.deepEqual(await timerJobs(order.id), [{ timer: "DEPOSIT_TIMEOUT", dueAt: String(order.expiresAt) }]);
+});
+
+test("a timer a worker already holds when the transition deletes it is gone, and the worker's completion and firing change nothing", async () => {
+  const order = await placeOrder(stack);
+  const timer = { orderId: order.id, timer: "DEPOSIT_TIMEOUT" as const, dueAt: String(order.expiresAt) };
+  const jobId = timerJobId(timer);
+  // What a worker's fetch does to the job it takes (its deadline is half an hour away, so none has).
+  const { rowCount } = await stack.service.pool.query("UPDATE pgboss.job SET state = 'active', started_on = now() WHERE name = $1 AND id = $2 AND state = 'created'", [ORDER_TIMER_QUEUE, jobId]);
+  assert.equal(rowCount, 1);
+  await sandbox(order.id, "deposit");
+  await waitForStatus(stack, order.id, "ACTIVE");
+  assert.deepEqual((await timerJobs(order.id)).map((job) => job.timer), ["LISTING_TIMEOUT"], "the held deposit timer deleted with the others");
+
+  // The worker's handler fires it into an order that has moved on, then settles the job, which is gone.
+  const fired = await applyOrderEvent(stack.service.pool, orderEffectPorts(stack.service.boss), order.id, { type: "TIMER_FIRED", ...timer, at: new Date().toISOString() });
+  assert.deepEqual([fired.changed, fired.status], [false, "ACTIVE"]);
+  // pg-boss answers how many jobs a settle touched (its CommandResponse type declares none of it).
+  const affected = (response: object) => (response as { affected: number }).affected;
+  assert.equal(affected(await stack.service.boss.complete(ORDER_TIMER_QUEUE, jobId)), 0);
+  assert.equal(affected(await stack.service.boss.fail(ORDER_TIMER_QUEUE, jobId, new Error("as a handler that threw"))), 0);
+  assert.equal((await waitForStatus(stack, order.id, "ACTIVE")).status, "ACTIVE");
 });

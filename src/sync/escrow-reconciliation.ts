@@ -39,8 +39,12 @@ export const RECONCILE_OVERLAP_BLOCKS = 128n;
 const LOG_WINDOW_BLOCKS = 500n;
 /** The first pass after start comes this soon. */
 const FIRST_PASS_MS = 2_000;
-/** Passes that look again at a settled transaction of ours whose event is still not applied. */
-const REMOVED_LOOKS = 10;
+/**
+ * How long after it settled a transaction of ours whose event is still not applied is looked at again:
+ * several passes, and long enough for a slow indexer and a reorganisation to have met it.
+ */
+const REMOVED_LOOK_BACK_SECONDS = 600;
+const REMOVED_LOOK_BACK_INTERVALS = 3;
 /** Settled transactions looked at in one pass at most (each one receipt read). */
 const REMOVED_BATCH = 100;
 
@@ -152,7 +156,7 @@ export function createEscrowReconciliation(options: {
    * Our transactions the sender settled MINED before `seenAt` (so in blocks this pass has read) whose
    * event is still not applied: the chain had no log of them. Each one the chain has no receipt of was
    * removed by a reorganisation while the consumer lagged, which no applied event can report; it is
-   * handed back to the sender. Looked at for REMOVED_LOOKS intervals after it settled.
+   * handed back to the sender. Looked at for 10 minutes (at least 3 intervals) after it settled.
    */
   async function resendRemoved(seenAt: Date): Promise<void> {
     const { rows } = await pool.query<{ order_id: string; action: string; tx_hash: string }>(
@@ -161,7 +165,7 @@ export function createEscrowReconciliation(options: {
           AND NOT EXISTS (SELECT 1 FROM applied_chain_events a
                            WHERE a.order_id = t.order_id AND a.orphaned_at IS NULL AND a.transaction_hash = t.tx_hash)
         ORDER BY t.updated_at LIMIT ${REMOVED_BATCH}`,
-      [seenAt, (REMOVED_LOOKS * intervalMs) / 1000],
+      [seenAt, Math.max(REMOVED_LOOK_BACK_SECONDS, (REMOVED_LOOK_BACK_INTERVALS * intervalMs) / 1000)],
     );
     for (const row of rows) {
       if (await chain.transactionMined(row.tx_hash)) continue;

@@ -41,7 +41,11 @@
 //   failed attempt had flushed, so the handlers' inserts took them for stored ones and the block was
 //   committed without its events (test/indexer/indexer.test.ts; how, by all signs, a chaos run's kill
 //   of PostgreSQL lost a DisputeResolved). The patch has the retry read its rows from the database
-//   again; startIndexer refuses to run an unpatched Ponder.
+//   again. It also mends Ponder's following of the chain behind several endpoints, one lagging: a head
+//   at or below its tip that is the block it holds at that height is stale, not a reorg (Ponder reverted
+//   and re-indexed its last blocks at every such poll); a block under a known head that an endpoint
+//   answers null for is asked again; a head whose fetch failed is fetched again at the next poll (it was
+//   skipped until the next block). startIndexer refuses to run an unpatched Ponder.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -56,8 +60,8 @@ import { repoRoot } from "../paths.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
-/** The file of Ponder's run loop that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in it. */
-const PATCHED_RUN_LOOP = path.join(repoRoot, "node_modules/ponder/dist/esm/runtime/multichain.js");
+/** The files of Ponder's run loop and chain following that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in them. */
+const PATCHED_FILES = ["runtime/multichain.js", "sync-realtime/index.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
 const PATCH_MARK = "patches/ponder+0.17.7.patch";
 export const indexerRoot = path.join(repoRoot, "indexer");
 
@@ -176,7 +180,7 @@ const CHATTY = new Set(["Indexed block", "Finalized block", "Synced block", "Fet
 /** Starts `ponder start` for the escrow and resolves once it answers 200 on /ready. */
 export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
   const schema = checkSchema(options.schema);
-  if (!readFileSync(PATCHED_RUN_LOOP, "utf8").includes(PATCH_MARK)) {
+  if (PATCHED_FILES.some((file) => !readFileSync(file, "utf8").includes(PATCH_MARK))) {
     throw new Error(`Ponder is not patched (${PATCH_MARK}): run npm install, whose postinstall applies it; unpatched, a block whose commit fails can be committed again without its events`);
   }
   const hostname = options.hostname ?? "127.0.0.1";

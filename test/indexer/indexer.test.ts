@@ -17,6 +17,7 @@ import type { Address, Hash, Hex, PublicClient, TransactionReceipt, WalletClient
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { readEscrow, readReputation } from "../../src/admin/orders.ts";
+import { startRpcFaultProxy } from "../../src/cli/chaos/rpc-proxy.ts";
 import { deployLocal } from "../../src/stack/deploy.ts";
 import { freePort } from "../../src/stack/free-port.ts";
 import type { Deployment } from "../../src/stack/deploy.ts";
@@ -752,6 +753,33 @@ describe("escrow indexer", () => {
         ["Deposited"],
       );
     });
+  });
+
+  // Found in the chaos runs' debug logs: with two endpoints, Ponder 0.17 took every head the lagging one
+  // served (two blocks under its own tip) for a reorganisation, reverted its last blocks and indexed them
+  // again, at every such poll. patches/ponder+0.17.7.patch takes such a head, the very block it holds at
+  // that height, for what it is.
+  it("follows the chain behind a lagging endpoint beside a current one, never taking the lagging head for a reorganisation", async () => {
+    await stopIndexer();
+    // The current endpoint the slower, so Ponder, which prefers the faster, asks the lagging one often.
+    const current = await startRpcFaultProxy({ upstream: chain.rpcUrl, faults: { delayMs: [20, 40] } });
+    const lagging = await startRpcFaultProxy({ upstream: chain.rpcUrl, faults: { lagBlocks: 2 } });
+    const messages: string[] = [];
+    const collect = (_fields: object, message?: string) => void messages.push(String(message));
+    // Blocks keep coming, as on a live chain: the lagging endpoint, two blocks behind, catches up with each.
+    await rpc("evm_setIntervalMining", [400]);
+    try {
+      indexer = await launchIndexer({ rpcUrl: `${current.url},${lagging.url}`, logger: { debug: collect, info: collect, warn: collect, error: collect } });
+      await waitForChainMatch(90_000);
+      for (let n = 0; n < 5; n += 1) await deposit();
+      await waitForChainMatch(30_000);
+      assert.ok(lagging.counts.lagged > 0 && current.counts.requests > 0, `both endpoints served Ponder (lagging ${lagging.counts.lagged}, current ${current.counts.requests})`);
+      assert.deepEqual(messages.filter((message) => message === "Reorged block"), []);
+    } finally {
+      await rpc("evm_setIntervalMining", [0]);
+      await stopIndexer();
+      await Promise.all([current.close(), lagging.close()]);
+    }
   });
 
   it("indexes a block's events when its commit never reached PostgreSQL, the connection lost before it", async () => {

@@ -7,6 +7,9 @@
 // through the indexer) and applies those of our orders the service has not applied, in chain order, keyed
 // as the indexer's rows of them: whichever comes first applies an event once. This serves every event
 // kind: a lost deposit, lock, dispute, release or refund, and one a reorganisation moved to another block.
+// The same pass finds what a reorganisation deeper than the confirmations removed while the consumer was
+// behind (applied events whose block was replaced; settled transactions of ours whose event never came),
+// and audits the indexer's rows against the logs it read.
 import { Gauge, type Registry } from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
@@ -136,18 +139,15 @@ export function createEscrowReconciliation(options: {
    * number, so logs a lagging node left out of a read never count as removed.
    */
   async function orphanGone(from: bigint, to: bigint, onChain: Set<string>): Promise<void> {
-    const { rows } = await pool.query<{ event_id: string; block_number: string }>(
-      `SELECT event_id, block_number FROM applied_chain_events
+    const { rows } = await pool.query<{ event_id: string }>(
+      `SELECT event_id FROM applied_chain_events
         WHERE indexer_schema = $1 AND orphaned_at IS NULL AND block_number BETWEEN $2 AND $3`,
       [indexerSchema, from.toString(), to.toString()],
     );
-    const canonical = new Map<string, string | undefined>();
+    const canonical = canonicalCheck();
     const gone: string[] = [];
-    for (const { event_id: eventId, block_number: block } of rows) {
-      if (onChain.has(eventId)) continue;
-      if (!canonical.has(block)) canonical.set(block, await chain.blockHash(BigInt(block)));
-      const hash = canonical.get(block);
-      if (hash !== undefined && !eventId.endsWith(`:${hash.toLowerCase()}`)) gone.push(eventId);
+    for (const { event_id: eventId } of rows) {
+      if (!onChain.has(eventId) && (await canonical(eventId)) === false) gone.push(eventId);
     }
     if (gone.length > 0) await options.orphan(gone);
   }
@@ -202,14 +202,11 @@ export function createEscrowReconciliation(options: {
     const head = BigInt(row.head_block);
     if ((await chain.blockHash(head))?.toLowerCase() !== row.head_hash.toLowerCase()) return; // mid-reorganisation: next pass
     const indexed = new Set(row.ids);
-    const lacking = [...onChain].filter((id) => BigInt(blockOf(id)) <= head && !indexed.has(id));
     // A log read before a reorganisation that came since is no longer the chain's: only the chain's count.
-    const canonical = new Map<string, string | undefined>();
+    const canonical = canonicalCheck();
     const missing: string[] = [];
-    for (const id of lacking) {
-      const block = blockOf(id);
-      if (!canonical.has(block)) canonical.set(block, (await chain.blockHash(BigInt(block)))?.toLowerCase());
-      if (id.endsWith(`:${canonical.get(block)}`)) missing.push(id);
+    for (const id of onChain) {
+      if (BigInt(blockOf(id)) <= head && !indexed.has(id) && (await canonical(id)) === true) missing.push(id);
     }
     indexerMissing = missing.length;
     if (missing.length > 0) {
@@ -218,6 +215,20 @@ export function createEscrowReconciliation(options: {
         "the indexer lacks escrow events the chain has at or below its head: Ponder lost rows; re-index into a new INDEXER_SCHEMA",
       );
     }
+  }
+
+  /**
+   * Whether an event's block (its key `…:<block hash>`) is the chain's block at that height now; undefined
+   * when the node has no such block yet. Each block is asked for once.
+   */
+  function canonicalCheck(): (eventKey: string) => Promise<boolean | undefined> {
+    const hashes = new Map<string, Promise<string | undefined>>();
+    return async (eventKey) => {
+      const block = blockOf(eventKey);
+      if (!hashes.has(block)) hashes.set(block, chain.blockHash(BigInt(block)).then((hash) => hash?.toLowerCase()));
+      const hash = await hashes.get(block);
+      return hash === undefined ? undefined : eventKey.endsWith(`:${hash}`);
+    };
   }
 
   /** The rows of orders of ours whose events the service has not applied, in their order. */

@@ -60,8 +60,12 @@ const UNAVAILABLE_SYSTEM_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDO
 export function databaseUnavailable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code === "string" && (UNAVAILABLE_STATES.test(code) || UNAVAILABLE_SYSTEM_CODES.has(code))) return true;
-  // pg-pool's and pg's own errors carry no code, only these messages.
-  return typeof message === "string" && /^(timeout exceeded when trying to connect|Connection terminated (unexpectedly|due to connection timeout))/.test(message);
+  // pg-pool's and pg's own errors carry no code, only these messages. The last: a session whose connection
+  // was cut between two statements of a transaction (the database killed) refuses the next one.
+  return (
+    typeof message === "string" &&
+    /^(timeout exceeded when trying to connect|Connection terminated (unexpectedly|due to connection timeout)|Client has encountered a connection error and is not queryable)/.test(message)
+  );
 }
 
 /**

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import pg from "pg";
 import type { PoolClient } from "../../src/db/pool.ts";
-import { POOL_WAIT_MS } from "../../src/db/pool.ts";
+import { databaseUnavailable, POOL_WAIT_MS } from "../../src/db/pool.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
@@ -49,5 +50,24 @@ test("the OpenAPI document lists 503 SERVICE_UNAVAILABLE with Retry-After on eve
       assert.ok(unavailable?.description.includes("SERVICE_UNAVAILABLE"), `${method} ${path}`);
       assert.ok(unavailable?.headers?.["Retry-After"], `${method} ${path}: Retry-After`);
     }
+  }
+});
+
+// Found by the chaos run of stop 42: PostgreSQL killed while a POST /orders held its session between two
+// statements; the next one failed with pg's "not queryable" error, which carries no code, and the request
+// answered 500 instead of 503.
+test("a session whose connection was cut between two statements of a request counts as the database unavailable (503)", async () => {
+  const session = new pg.Client({ connectionString: service.databaseUrl });
+  const lost = new Promise((resolve) => session.once("error", resolve));
+  await session.connect();
+  try {
+    const { rows } = await session.query<{ pid: number }>("BEGIN; SELECT pg_backend_pid() AS pid").then((results) => (results as unknown as pg.QueryResult<{ pid: number }>[])[1]!);
+    await service.pool.query("SELECT pg_terminate_backend($1)", [rows[0]!.pid]);
+    await lost;
+    const refused = await session.query("SELECT 1").then(() => undefined, (error: unknown) => error);
+    assert.match(String((refused as Error).message), /not queryable/);
+    assert.equal(databaseUnavailable(refused), true);
+  } finally {
+    await session.end().catch(() => undefined);
   }
 });

@@ -44,8 +44,7 @@
 //   again. It also mends Ponder's following of the chain behind several endpoints, one lagging: a head
 //   at or below its tip that is the block it holds at that height is stale, not a reorg (Ponder reverted
 //   and re-indexed its last blocks at every such poll); a block under a known head that an endpoint
-//   answers null for is asked again; a head whose fetch failed is fetched again at the next poll (it was
-//   skipped until the next block). startIndexer refuses to run an unpatched Ponder.
+//   answers null for is asked again. startIndexer refuses to run an unpatched Ponder.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";

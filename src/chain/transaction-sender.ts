@@ -3,7 +3,7 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { Logger } from "../logger.ts";
-import { disputeOutcome, escrowAbi } from "./escrow-abi.ts";
+import { disputeOutcome, escrowAbi, escrowOrderStatus } from "./escrow-abi.ts";
 import type { EscrowGateway, EscrowStatus } from "./escrow-gateway.ts";
 import { broadcastRefusal, inProcessTurn } from "./wallet-sends.ts";
 import { PermanentError, RetryableError } from "../domain/errors.ts";
@@ -97,9 +97,10 @@ interface SigningRequest {
  * refuses the later ones until the gap is filled). A new nonce is signed for an action only when the
  * chain shows its nonce consumed by another transaction, so the stored bytes can never be mined. Before
  * signing, the escrow's on-chain status is checked: an order the chain has already moved (refunded by
- * someone else, released, disputed) is SKIPPED, not sent. Unless a reorganisation removed one of the
- * order's applied events and the chain has not mined it again: then the escrow is behind the order, not
- * past it, and the request waits for it (one that reverted on such an escrow is signed anew).
+ * someone else, released, disputed) is SKIPPED, not sent. Unless the escrow is behind the order, not past
+ * it: short of the status the action needs, or with one of the order's applied events removed by a
+ * reorganisation and not mined again. Then the request waits for the chain (one that reverted on such an
+ * escrow is signed anew).
  *
  * Every transaction is watched until final (decisions section 7): it is settled only once its block has
  * `confirmations` blocks on top, so one that a reorganisation removed is found missing and its bytes are
@@ -370,7 +371,15 @@ export function createTransactionSender(deps: {
       client.estimateFeesPerGas({ chain: gateway.chain }),
       client.getTransactionCount({ address: account.address, blockTag: "pending" }),
     ]);
-    if (status !== ACTIONS[row.action].requires) {
+    const requires = ACTIONS[row.action].requires;
+    if (status !== requires) {
+      // Short of the status the action needs (statuses move forward in this order; the one step back, a
+      // dispute's retry, is this sender's own, once per dispute): a reorganisation removed an event the
+      // order has moved on from, and the service may not know yet (its consumer behind), so the action
+      // waits for the chain to mine it again. Past it: the chain moved on without us; the action is pointless.
+      if (escrowOrderStatus.indexOf(status) < escrowOrderStatus.indexOf(requires)) {
+        throw new TransactionNotYetPossibleError(`${row.action} waits: the escrow is ${status}, behind the order (${requires}); a reorganisation removed an event the chain has not mined again`);
+      }
       const awaited = await awaitedOrphanedEvent(row.order_id);
       if (awaited) throw new TransactionNotYetPossibleError(`${row.action} waits: the escrow is ${status}, behind the order, whose ${awaited} a reorganisation removed and the chain has not mined again`);
       if (await finish(row.id, replacing, "SKIPPED", "the escrow is no longer in the state this action needs")) return "SKIPPED";

@@ -464,3 +464,36 @@ test("beyond the confirmations, the consumer behind: a release the reconciliatio
   assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
   await assertWebhooksOnce(order.id);
 });
+
+// Found by the chaos run in CI: the buyer's lock removed by a reorganisation deeper than the confirmations
+// while the consumer lagged, and the order, LOCKED, paid. The sender found the escrow Active, short of the
+// Locked a release needs, and (knowing of no removed event yet) gave the release up as pointless
+// (SKIPPED); once the lock was mined again the order stayed PENDING_RELEASE for good.
+test("beyond the confirmations, the consumer behind: a release asked for while the order's removed lock is not mined again waits for it, then is mined once", async () => {
+  const order = await activeOrder();
+  const client = createPublicClient({ transport: http(stack.chain.rpcUrl) });
+  const fork = await client.getBlockNumber({ cacheTime: 0 });
+  const snapshot = await node.rpc("evm_snapshot");
+  await acted(order, "lock", "Locked");
+  await confirmed(order, "LOCKED");
+  const lock = await transactionsSince(fork);
+
+  await consumerHeldBack(async () => {
+    await reorganise(snapshot, 6);
+    await indexed(order.escrowOrderId, "Locked", 0);
+    await sandbox(order.id, "pay");
+    await waitFor("the release requested", async () => ((await releaseTransactions(order.id)).length === 1 ? true : undefined));
+    await sleep(3000); // the sender's first attempts, on an escrow Active
+    assert.deepEqual((await releaseTransactions(order.id)).map((row) => row.status), ["PENDING"], "the release waits, not given up");
+    for (const raw of lock) await node.rpc("eth_sendRawTransaction", [raw]); // the buyer sends the lock again
+    await indexed(order.escrowOrderId, "Locked", 1);
+  });
+
+  // The sender's next attempt finds the escrow Locked again (retries back off: within a minute).
+  await waitFor("the release mined", async () => ((await indexedEvents(order.escrowOrderId, "Released")).length === 1 ? true : undefined), 90_000);
+  await confirmed(order, "COMPLETED");
+  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  assert.equal((await releaseTransactions(order.id)).length, 1);
+  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(order.id);
+});

@@ -782,6 +782,53 @@ describe("escrow indexer", () => {
     }
   });
 
+  // Found by the chaos runs: Ponder takes the heads it polls one at a time, and a head a reorganisation
+  // removed while it waited was still fetched by its hash, which the node no longer knows: a minute of
+  // retries per such head, the indexer standing still meanwhile (patches/ponder+0.17.7.patch).
+  it("skips the queued heads a reorganisation removed once a newer head came in, never fetching a block the chain no longer has", async () => {
+    await stopIndexer();
+    const logsAskedFor = new Set<string>();
+    const proxy = await startRpcFaultProxy({
+      upstream: chain.rpcUrl,
+      onCall: (call) => {
+        const blockHash = call.method === "eth_getLogs" ? (call.params?.[0] as { blockHash?: string } | undefined)?.blockHash : undefined;
+        if (blockHash) logsAskedFor.add(blockHash);
+      },
+    });
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 500)); // five of Ponder's polls
+    try {
+      indexer = await launchIndexer({ rpcUrl: proxy.url });
+      await waitForChainMatch(90_000);
+      // Ponder's fetch of the next block's logs is held, so the heads it polls meanwhile queue behind it.
+      const release = proxy.hold(["eth_getLogs"]);
+      const removed: Hash[] = [];
+      try {
+        await rpc("evm_mine");
+        await pause();
+        const snapshot = await rpc<Hex>("evm_snapshot");
+        for (let n = 0; n < 2; n += 1) {
+          await rpc("evm_mine");
+          removed.push((await publicClient.getBlock()).hash);
+          await pause();
+        }
+        assert.equal(await rpc<boolean>("evm_revert", [snapshot]), true);
+        await rpc("hardhat_mine", ["0x6"]);
+        await pause();
+      } finally {
+        release();
+      }
+      const { orderId } = await deposit();
+      await waitForChainMatch(30_000);
+      const tip = await publicClient.getBlock();
+      await waitFor("indexer_head at the new tip", async () => ((await readIndexerHead(pool, SCHEMA))?.latestBlockHash === tip.hash ? true : undefined));
+      assert.equal((await queryEvents("WHERE order_id = $1", [orderId])).length, 1);
+      assert.deepEqual(removed.filter((hash) => logsAskedFor.has(hash)), [], "no removed block's logs asked for");
+    } finally {
+      await stopIndexer();
+      await proxy.close();
+    }
+  });
+
   it("indexes a block's events when its commit never reached PostgreSQL, the connection lost before it", async () => {
     // Ponder runs the block's transaction again; its handlers must not take the rows the lost attempt had
     // flushed for stored ones (they were rolled back with it).

@@ -2,8 +2,8 @@
 // (service, indexer) and the chain: it answers some requests with HTTP 429 or a 5xx, resets some
 // connections (before or after the request reached the node, so a sent transaction's answer can be
 // lost), holds some until the client times out, adds a delay, serves a head lagging some blocks behind,
-// and refuses eth_getLogs over a wide block range. Every fault it causes is counted. Used by the tests of
-// RPC failover (test/chain/) and by `npm run chaos`.
+// refuses eth_getLogs over a wide block range, and holds the calls of given methods until released.
+// Every fault it causes is counted. Used by the tests of RPC failover (test/chain/) and by `npm run chaos`.
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -40,6 +40,8 @@ export interface RpcFaultProxy {
   readonly counts: { requests: number } & Record<FaultName, number>;
   /** Changes the faults from now on (e.g. an endpoint going down mid-run). */
   setFaults(faults: Partial<RpcFaults>): void;
+  /** Holds every request calling one of `methods` until the returned release is called: an endpoint slow to answer them. */
+  hold(methods: readonly string[]): () => void;
   close(): Promise<void>;
 }
 
@@ -64,12 +66,20 @@ const BLOCK_TAG_PARAM: Record<string, number> = {
 const toHex = (value: bigint) => `0x${value.toString(16)}`;
 
 /** Starts the proxy on a free local port in front of `upstream` (a JSON-RPC HTTP endpoint). */
-export async function startRpcFaultProxy(options: { upstream: string; faults?: Partial<RpcFaults>; random?: () => number; port?: number }): Promise<RpcFaultProxy> {
+export async function startRpcFaultProxy(options: {
+  upstream: string;
+  faults?: Partial<RpcFaults>;
+  random?: () => number;
+  port?: number;
+  /** Told of every call that reaches the node, before it is sent there (what a test checks was asked). */
+  onCall?: (call: { method: string; params?: unknown[] }) => void;
+}): Promise<RpcFaultProxy> {
   let faults: RpcFaults = { ...NO_FAULTS, ...options.faults };
   const random = options.random ?? Math.random;
   const counts = { requests: 0, rateLimited: 0, serverError: 0, resetBefore: 0, resetAfter: 0, timeout: 0, delayed: 0, lagged: 0, logRangeRefused: 0, deadRefused: 0 };
   const sockets = new Set<Socket>();
   const held = new Set<NodeJS.Timeout>();
+  let holding: { methods: ReadonlySet<string>; released: Promise<void> } | undefined;
 
   const upstream = async (body: unknown): Promise<unknown> => {
     const response = await fetch(options.upstream, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -118,6 +128,8 @@ export async function startRpcFaultProxy(options: { upstream: string; faults?: P
 
   const answer = async (body: JsonRpcRequest | JsonRpcRequest[]): Promise<unknown> => {
     const calls = Array.isArray(body) ? body : [body];
+    while (holding && calls.some((call) => holding!.methods.has(call.method))) await holding.released;
+    for (const call of calls) options.onCall?.(call);
     const head = faults.lagBlocks > 0 ? await upstreamHead() : 0n;
     if (faults.lagBlocks > 0) counts.lagged += 1;
     const answers = await Promise.all(calls.map((call) => logRangeRefusal(call) ?? (faults.lagBlocks > 0 ? lagged(call, head) : upstream(call))));
@@ -203,6 +215,15 @@ export async function startRpcFaultProxy(options: { upstream: string; faults?: P
     counts,
     setFaults(change) {
       faults = { ...faults, ...change };
+    },
+    hold(methods) {
+      let release!: () => void;
+      const hold = { methods: new Set(methods), released: new Promise<void>((resolve) => (release = resolve)) };
+      holding = hold;
+      return () => {
+        if (holding === hold) holding = undefined;
+        release();
+      };
     },
     async close() {
       for (const timer of held) clearTimeout(timer);

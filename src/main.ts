@@ -169,11 +169,6 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
   };
   // Lock permits (issue 14): the market's issuance, which the sandbox lock helper goes through too.
   const permits = marketPermits({ config, pool, gateway, sanctions });
-  // A settled transaction of ours a reorganisation removed goes back to the sender's queue, in the
-  // transaction that reports it (the consumer's finding or the reconciliation's).
-  const resendTransaction = async (tx: PoolClient, transactionId: string) => {
-    await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
-  };
   const consumer = options.indexerSchema
     ? createEscrowEventConsumer({
         pool,
@@ -184,7 +179,11 @@ async function chainParts(options: ServiceOptions & { chain: ChainSettings }, po
         isSanctioned: sanctions.isSanctioned,
         sanctionsEntry: sanctions.entryFor,
         refundGraceSeconds: escrowRefundGrace(gateway),
-        resendTransaction,
+        // A settled transaction of ours a reorganisation removed goes back to the sender's queue, in the
+        // transaction that reports it (the consumer's finding or the reconciliation's).
+        resendTransaction: async (tx: PoolClient, transactionId: string) => {
+          await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
+        },
       })
     : undefined;
   const signerBalances = watchSignerBalances({

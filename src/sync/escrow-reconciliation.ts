@@ -36,6 +36,9 @@ export interface EscrowLogReader {
 /** The block number of an event key `<chain id>-<block number>-<log index>:<block hash>`. */
 const blockOf = (eventKey: string): string => eventKey.split("-")[1]!;
 
+/** Whether an event's block is the chain's at its height now; undefined while the node has no block there. */
+type CanonicalCheck = (eventKey: string) => Promise<boolean | undefined>;
+
 /** Blocks re-read below the last pass's end each pass: events a reorganisation moved to other blocks are found. */
 export const RECONCILE_OVERLAP_BLOCKS = 128n;
 /** Blocks one eth_getLogs asks for at most: within the ranges public providers accept (some 500). */
@@ -101,6 +104,7 @@ export function createEscrowReconciliation(options: {
         const reconciledTo = BigInt(place.reconciled_to);
         const from = reconciledTo > RECONCILE_OVERLAP_BLOCKS ? reconciledTo - RECONCILE_OVERLAP_BLOCKS + 1n : 0n;
         const onChain = new Set<string>();
+        const canonical = canonicalCheck();
         for (let start = from; start <= upTo; start += LOG_WINDOW_BLOCKS) {
           const end = start + LOG_WINDOW_BLOCKS - 1n < upTo ? start + LOG_WINDOW_BLOCKS - 1n : upTo;
           const events = await chain.escrowEvents(start, end);
@@ -115,9 +119,9 @@ export function createEscrowReconciliation(options: {
             );
           }
         }
-        await orphanGone(from, upTo, onChain);
+        await orphanGone(from, upTo, onChain, canonical);
         await resendRemoved(place.seen_at);
-        await auditIndexer(from, upTo, onChain);
+        await auditIndexer(from, upTo, onChain, canonical);
         await client.query(
           "UPDATE chain_reconciliation SET reconciled_to = GREATEST(reconciled_to, $2), seen_block = $3, seen_at = now() WHERE indexer_schema = $1",
           [indexerSchema, upTo.toString(), finalEnough.toString()],
@@ -138,13 +142,12 @@ export function createEscrowReconciliation(options: {
    * was behind the removed blocks, or the reconciliation had applied them). Each block is asked for by
    * number, so logs a lagging node left out of a read never count as removed.
    */
-  async function orphanGone(from: bigint, to: bigint, onChain: Set<string>): Promise<void> {
+  async function orphanGone(from: bigint, to: bigint, onChain: Set<string>, canonical: CanonicalCheck): Promise<void> {
     const { rows } = await pool.query<{ event_id: string }>(
       `SELECT event_id FROM applied_chain_events
         WHERE indexer_schema = $1 AND orphaned_at IS NULL AND block_number BETWEEN $2 AND $3`,
       [indexerSchema, from.toString(), to.toString()],
     );
-    const canonical = canonicalCheck();
     const gone: string[] = [];
     for (const { event_id: eventId } of rows) {
       if (!onChain.has(eventId) && (await canonical(eventId)) === false) gone.push(eventId);
@@ -182,7 +185,7 @@ export function createEscrowReconciliation(options: {
    * run caught Ponder 0.17 doing so once, around a reorganisation and a database kill. Logged at error and
    * set in offramp_indexer_events_missing; only re-indexing into a new schema brings the rows back.
    */
-  async function auditIndexer(from: bigint, to: bigint, onChain: Set<string>): Promise<void> {
+  async function auditIndexer(from: bigint, to: bigint, onChain: Set<string>, canonical: CanonicalCheck): Promise<void> {
     let row: { head_block: string | null; head_hash: string | null; ids: string[] } | undefined;
     try {
       [row] = (
@@ -203,7 +206,6 @@ export function createEscrowReconciliation(options: {
     if ((await chain.blockHash(head))?.toLowerCase() !== row.head_hash.toLowerCase()) return; // mid-reorganisation: next pass
     const indexed = new Set(row.ids);
     // A log read before a reorganisation that came since is no longer the chain's: only the chain's count.
-    const canonical = canonicalCheck();
     const missing: string[] = [];
     for (const id of onChain) {
       if (BigInt(blockOf(id)) <= head && !indexed.has(id) && (await canonical(id)) === true) missing.push(id);
@@ -219,9 +221,9 @@ export function createEscrowReconciliation(options: {
 
   /**
    * Whether an event's block (its key `…:<block hash>`) is the chain's block at that height now; undefined
-   * when the node has no such block yet. Each block is asked for once.
+   * when the node has no such block yet. Each block is asked for once a pass.
    */
-  function canonicalCheck(): (eventKey: string) => Promise<boolean | undefined> {
+  function canonicalCheck(): CanonicalCheck {
     const hashes = new Map<string, Promise<string | undefined>>();
     return async (eventKey) => {
       const block = blockOf(eventKey);

@@ -126,6 +126,33 @@ test("two instances at once: one reads, the other skips", async () => {
   assert.equal(chain.reads.length, 1);
 });
 
+test("an instance killed mid-pass leaves its range to the next pass, which reads it again", async () => {
+  const head = { block: 25_000n };
+  const chain = chainAt(head);
+  await instance("killed", chain.reader).reconcileOnce();
+  await age("killed", INTERVAL_MS / 1000);
+  head.block = 25_100n;
+  // The instance's database session ends while it holds the schema's row, as when its process is SIGKILLed.
+  const dying = {
+    ...chain.reader,
+    escrowEvents: async (from: bigint, to: bigint) => {
+      const { rows } = await pool.query<{ ended: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+          WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '%FROM chain_reconciliation%FOR UPDATE%'`,
+      );
+      assert.deepEqual(rows, [{ ended: true }], "the pass's session, holding the row");
+      return chain.reader.escrowEvents(from, to);
+    },
+  };
+  await assert.rejects(instance("killed", dying).reconcileOnce());
+  const range: [bigint, bigint] = [25_000n - RECONCILE_OVERLAP_BLOCKS + 1n, 25_000n];
+  assert.deepEqual(chain.reads, [range]);
+  await instance("killed", chain.reader).reconcileOnce(); // another instance, at once: the row is free, the pass due
+  assert.deepEqual(chain.reads, [range, range], "the same blocks read again");
+  const { rows } = await pool.query("SELECT reconciled_to, seen_block FROM chain_reconciliation WHERE indexer_schema = 'killed'");
+  assert.deepEqual(rows, [{ reconciled_to: "25000", seen_block: "25100" }]);
+});
+
 test("an applied event whose block the chain has replaced is reported orphaned; one a read left out whose block is unchanged or unknown is not", async () => {
   const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
   const applied = (block: number, blockHash: string, log = 0) => ({ id: `31337-${block}-${log}`, event_id: `31337-${block}-${log}:${blockHash}`, block });

@@ -70,11 +70,12 @@ export function createEscrowGateway(settings: ChainSettings) {
   const serviceKey = hexToBytes(settings.servicePrivateKey);
   const signDigestOf = async (structHash: Hex): Promise<Hex> => signDigest(keccak256(concat(["0x1901", separator, structHash])), serviceKey);
 
-  /** The escrow's status of an order, at the latest block or at `blockNumber`. */
-  const escrowStatus = async (orderId: Hex, blockNumber?: bigint): Promise<EscrowStatus> => {
+  /** The escrow's status of an order and the buyer holding its lock (the zero address: none), at the latest block or at `blockNumber`. */
+  const escrowOrder = async (orderId: Hex, blockNumber?: bigint): Promise<{ status: EscrowStatus; buyer: Address }> => {
     const order = await publicClient.readContract({ address: settings.escrowAddress, abi: escrowAbi, functionName: "getOrder", args: [orderId], ...(blockNumber === undefined ? {} : { blockNumber }) });
-    return escrowOrderStatus[Number((order as { status: number }).status)]!;
+    return { status: escrowOrderStatus[Number(order.status)]!, buyer: order.buyer };
   };
+  const escrowStatus = async (orderId: Hex, blockNumber?: bigint): Promise<EscrowStatus> => (await escrowOrder(orderId, blockNumber)).status;
 
   return {
     chain,
@@ -99,6 +100,7 @@ export function createEscrowGateway(settings: ChainSettings) {
       return expiry === 0n ? null : expiry;
     },
 
+    escrowOrder,
     escrowStatus,
 
     /**

@@ -8,14 +8,18 @@ import type { EscrowGateway, EscrowStatus } from "./escrow-gateway.ts";
 import { broadcastRefusal, inProcessTurn } from "./wallet-sends.ts";
 import { PermanentError, RetryableError } from "../domain/errors.ts";
 
-/** The escrow calls the service makes, who signs each, and the on-chain status each requires. */
+/**
+ * The escrow calls the service makes, who signs each, the on-chain status each requires, and whether it
+ * acts on the order's buyer (releases to the lock's holder, penalises it or gives it a new window): such
+ * a call is sent only while the escrow's lock is the one the order knows.
+ */
 const ACTIONS = {
-  confirmPayment: { signer: "service", requires: "Locked" },
-  cancel: { signer: "service", requires: "Active" },
-  expireListing: { signer: "service", requires: "Active" },
-  refundExpiredLock: { signer: "service", requires: "Locked" },
-  resolveDispute: { signer: "arbiter", requires: "Disputed" },
-} as const satisfies Record<string, { signer: "service" | "arbiter"; requires: EscrowStatus }>;
+  confirmPayment: { signer: "service", requires: "Locked", buyers: true },
+  cancel: { signer: "service", requires: "Active", buyers: false },
+  expireListing: { signer: "service", requires: "Active", buyers: false },
+  refundExpiredLock: { signer: "service", requires: "Locked", buyers: false },
+  resolveDispute: { signer: "arbiter", requires: "Disputed", buyers: true },
+} as const satisfies Record<string, { signer: "service" | "arbiter"; requires: EscrowStatus; buyers: boolean }>;
 
 export type EscrowAction = keyof typeof ACTIONS;
 
@@ -41,6 +45,8 @@ interface TransactionRow {
   replaced_hashes: Hash[];
   escrow_order_id: Hex;
   cep_hash: Hex | null;
+  /** The buyer whose lock the order holds (its applied Locked event); null before one. */
+  buyer_wallet: string | null;
 }
 
 /** Where a request stands after a step: SENT is broadcast and not mined yet (look again later). */
@@ -100,7 +106,7 @@ interface SigningRequest {
  * someone else, released, disputed) is SKIPPED, not sent. Unless the escrow is behind the order, not past
  * it: short of the status the action needs, or with one of the order's applied events removed by a
  * reorganisation and not mined again. Then the request waits for the chain (one that reverted on such an
- * escrow is signed anew).
+ * escrow is signed anew). An action on the order's buyer also waits while another buyer holds the lock.
  *
  * Every transaction is watched until final (decisions section 7): it is settled only once its block has
  * `confirmations` blocks on top, so one that a reorganisation removed is found missing and its bytes are
@@ -126,7 +132,7 @@ export function createTransactionSender(deps: {
 
   const load = async (id: string): Promise<TransactionRow> => {
     const { rows } = await pool.query<TransactionRow>(
-      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, t.replaced_hashes, o.escrow_order_id, o.cep_hash
+      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, t.replaced_hashes, o.escrow_order_id, o.cep_hash, o.buyer_wallet
          FROM chain_transactions t JOIN orders o ON o.id = t.order_id WHERE t.id = $1`,
       [id],
     );
@@ -362,8 +368,8 @@ export function createTransactionSender(deps: {
     // Independent reads, made together so the transport sends them as one JSON-RPC batch (rpc-transport.ts).
     // The estimate is against the pending block (on an idle chain the latest block's timestamp may predate
     // a deadline the next block will have passed), and is also the revert check.
-    const [status, estimate, fees, chainPending] = await Promise.all([
-      gateway.escrowStatus(row.escrow_order_id),
+    const [escrow, estimate, fees, chainPending] = await Promise.all([
+      gateway.escrowOrder(row.escrow_order_id),
       client.estimateGas({ account: account.address, to, data, blockTag: "pending" }).then(
         (gas) => ({ gas }),
         (error: unknown) => ({ error }),
@@ -371,7 +377,18 @@ export function createTransactionSender(deps: {
       client.estimateFeesPerGas({ chain: gateway.chain }),
       client.getTransactionCount({ address: account.address, blockTag: "pending" }),
     ]);
-    const requires = ACTIONS[row.action].requires;
+    const { status } = escrow;
+    const { requires, buyers } = ACTIONS[row.action];
+    if (buyers && status === requires && escrow.buyer.toLowerCase() !== row.buyer_wallet?.toLowerCase()) {
+      // Another buyer's lock: a reorganisation removed the order's, and someone else locked the escrow
+      // before it was mined again. Releasing now would pay the wrong buyer; the chain has to move on (that
+      // lock expiring, the order's own mined again) or an operator has to step in.
+      logger.error(
+        { txId: row.id, orderId: row.order_id, action: row.action, escrowBuyer: escrow.buyer, orderBuyer: row.buyer_wallet },
+        "the escrow is locked by another buyer than the order's: the action is held",
+      );
+      throw new TransactionNotYetPossibleError(`${row.action} held: the escrow is locked by ${escrow.buyer}, not by the order's buyer ${row.buyer_wallet ?? "(none)"}`);
+    }
     if (status !== requires) {
       // Short of the status the action needs (statuses move forward in this order; the one step back, a
       // dispute's retry, is this sender's own, once per dispute): a reorganisation removed an event the

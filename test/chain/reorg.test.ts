@@ -7,8 +7,11 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createPublicClient, http, keccak256, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
+import { createPublicClient, encodeFunctionData, http, keccak256, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { escrowAbi } from "../../src/chain/escrow-abi.ts";
+import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
+import { DEV_ACCOUNT, devAccounts } from "../../src/stack/local-node.ts";
 import { placeOrder, startTradeStack, testNode, waitFor, waitForStatus, type TestNode, type TradeStack } from "../support/trade-stack.ts";
 
 const CONFIRMATIONS = 2;
@@ -496,4 +499,38 @@ test("beyond the confirmations, the consumer behind: a release asked for while t
   assert.equal((await releaseTransactions(order.id)).length, 1);
   assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
   await assertWebhooksOnce(order.id);
+});
+
+// A reorganisation beyond the confirmations removed the order's lock and, before its buyer sent it again,
+// another buyer locked the escrow. The order, LOCKED by its own buyer, who then paid, asks for the release:
+// sent, it would pay the other buyer (the escrow releases to whoever holds its lock).
+test("beyond the confirmations, the consumer behind: a release is held while the escrow is locked by another buyer than the order's", async () => {
+  const order = await activeOrder();
+  const snapshot = await node.rpc("evm_snapshot");
+  await acted(order, "lock", "Locked");
+  await confirmed(order, "LOCKED");
+  const gateway = createEscrowGateway(stack.chainSettings);
+  const other = privateKeyToAccount(devAccounts[DEV_ACCOUNT.firstSandbox + 5]!.privateKey);
+
+  await consumerHeldBack(async () => {
+    await reorganise(snapshot, 6);
+    await indexed(order.escrowOrderId, "Locked", 0);
+    const permit = { orderId: order.escrowOrderId as Hex, buyer: other.address, deadline: lockPermitDeadline() };
+    const lock = encodeFunctionData({ abi: escrowAbi, functionName: "lock", args: [permit, await gateway.signLockPermit(permit)] });
+    await gateway.walletClient(other).sendTransaction({ to: stack.chainSettings.escrowAddress, data: lock });
+    await indexed(order.escrowOrderId, "Locked", 1);
+
+    await sandbox(order.id, "pay");
+    await waitFor("the release requested", async () => ((await releaseTransactions(order.id)).length === 1 ? true : undefined));
+    await sleep(3000); // the sender's first attempts, on an escrow locked by the other buyer
+    assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: null, status: "PENDING" }], "the release held, never signed");
+    const escrow = await gateway.escrowOrder(order.escrowOrderId as Hex);
+    assert.deepEqual([escrow.status, escrow.buyer], ["Locked", other.address], "nothing released to the other buyer");
+  });
+  // Caught up, the consumer reports the order's lock gone and is not stuck on the order: the next order's
+  // events still reach the service.
+  const orphaned = await waitFor("the removed lock reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED"));
+  assert.equal(orphaned.data.chainEvent, "Locked");
+  await activeOrder();
+  assert.deepEqual((await releaseTransactions(order.id)).map((row) => row.status), ["PENDING"], "still held");
 });

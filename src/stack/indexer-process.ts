@@ -46,7 +46,10 @@
 //   and re-indexed its last blocks at every such poll); a block under a known head that an endpoint
 //   answers null for is asked again; a queued head superseded by one polled after it (another block at
 //   its height or above) is skipped, not fetched by a hash a reorganisation may have removed (a minute of
-//   retries each). startIndexer refuses to run an unpatched Ponder.
+//   retries each). And Ponder's sessions commit synchronously: it set synchronous_commit off, so a
+//   PostgreSQL crash lost what it had committed in the last few hundred milliseconds and already counted
+//   as done (a block's rows missing; a reorganisation's revert undone, the removed branch's rows beside the
+//   new ones). startIndexer refuses to run an unpatched Ponder.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -62,7 +65,7 @@ import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 /** The files of Ponder's run loop and chain following that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in them. */
-const PATCHED_FILES = ["runtime/multichain.js", "runtime/realtime.js", "sync-realtime/index.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
+const PATCHED_FILES = ["runtime/multichain.js", "runtime/realtime.js", "sync-realtime/index.js", "utils/pg.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
 const PATCH_MARK = "patches/ponder+0.17.7.patch";
 export const indexerRoot = path.join(repoRoot, "indexer");
 

@@ -187,15 +187,18 @@ export function createTransactionSender(deps: {
    * The order's escrow event a reorganisation removed and the chain has not mined again, if any: until it
    * is, the escrow is behind the order (a dispute's resolution gone, so the escrow Disputed again while the
    * order, past it, asks for the release), and what the order asks for waits rather than being given up.
+   * With `beforeBlock`, mined again only at that block or later counts as not mined again: the escrow was
+   * behind at that block, even if the event is back by the time its receipt is read.
    */
-  const awaitedOrphanedEvent = async (orderId: string): Promise<string | undefined> => {
+  const awaitedOrphanedEvent = async (orderId: string, beforeBlock?: bigint): Promise<string | undefined> => {
     const { rows } = await pool.query<{ event_name: string }>(
       `SELECT a.event_name FROM applied_chain_events a
         WHERE a.order_id = $1 AND a.orphaned_at IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM applied_chain_events b
-                           WHERE b.order_id = a.order_id AND b.event_name = a.event_name AND b.orphaned_at IS NULL AND b.applied_at > a.orphaned_at)
+                           WHERE b.order_id = a.order_id AND b.event_name = a.event_name AND b.orphaned_at IS NULL AND b.applied_at > a.orphaned_at
+                             AND ($2::bigint IS NULL OR b.block_number < $2))
         LIMIT 1`,
-      [orderId],
+      [orderId, beforeBlock?.toString() ?? null],
     );
     return rows[0]?.event_name;
   };
@@ -212,7 +215,7 @@ export function createTransactionSender(deps: {
       if (!receipt) continue;
       if (confirmations > 0n && (await client.getBlockNumber({ cacheTime: 0 })) - receipt.blockNumber < confirmations) return "SENT";
       const status = receipt.status === "success" ? "MINED" : "REVERTED";
-      if (status === "REVERTED") await signAgainIfBehind(row, hash);
+      if (status === "REVERTED") await signAgainIfBehind(row, hash, receipt.blockNumber);
       await finish(tx.id, hash, status, status === "REVERTED" ? "reverted on chain" : undefined);
       logger.info({ txId: tx.id, action, txHash: hash, nonce: tx.nonce.toString(), status }, "escrow transaction mined");
       return status;
@@ -345,11 +348,12 @@ export function createTransactionSender(deps: {
 
   /**
    * A transaction that reverted because the escrow was behind the order (sent again after a reorganisation
-   * and mined before the order's own removed event was mined again): its nonce is spent and nothing
-   * happened, so the row goes back to unsigned and waits to be signed anew once the escrow has caught up.
+   * and mined, at `block`, before the order's own removed event was mined again): its nonce is spent and
+   * nothing happened, so the row goes back to unsigned and is signed anew once the escrow has caught up
+   * (at once if the event is back by now: a chaos run's resolution, read late, was given up as REVERTED).
    */
-  const signAgainIfBehind = async (row: TransactionRow, hash: Hash): Promise<void> => {
-    const awaited = await awaitedOrphanedEvent(row.order_id);
+  const signAgainIfBehind = async (row: TransactionRow, hash: Hash, block: bigint): Promise<void> => {
+    const awaited = await awaitedOrphanedEvent(row.order_id, block);
     if (!awaited) return;
     const { rowCount } = await pool.query(
       `UPDATE chain_transactions SET raw_tx = NULL, tx_hash = NULL, nonce = NULL, from_address = NULL, replaced_hashes = '{}', error = $3, updated_at = now()

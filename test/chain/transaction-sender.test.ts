@@ -7,7 +7,7 @@ import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { keccak256, type Hash, type Hex } from "viem";
 import { createEscrowGateway, type EscrowGateway } from "../../src/chain/escrow-gateway.ts";
-import { createTransactionSender, recordTransactionRequest, type TransactionSender } from "../../src/chain/transaction-sender.ts";
+import { createTransactionSender, recordTransactionRequest, TransactionNotYetPossibleError, type TransactionSender } from "../../src/chain/transaction-sender.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { withTransaction } from "../../src/db/pool.ts";
 import { createLogger } from "../../src/logger.ts";
@@ -66,13 +66,42 @@ async function strangerSend(nonce?: number): Promise<Hash> {
  */
 async function storedNotBroadcast(id: string, escrowOrderId: Hex, nonce: number): Promise<Hex> {
   const raw = await signedCancel(gateway, stack.chainSettings.escrowAddress, escrowOrderId, nonce);
+  await storedAt(id, raw, nonce);
+  return raw;
+}
+
+/** Request `id` stored as sent with `raw` under `nonce`, the signer's counter past it. */
+async function storedAt(id: string, raw: Hex, nonce: number): Promise<void> {
   const signer = gateway.service.address.toLowerCase();
   await stack.service.pool.query(
     "INSERT INTO chain_signers (address, next_nonce) VALUES ($1, $2) ON CONFLICT (address) DO UPDATE SET next_nonce = GREATEST(chain_signers.next_nonce, $2)",
     [signer, nonce + 1],
   );
   await stack.service.pool.query("UPDATE chain_transactions SET raw_tx = $2, tx_hash = $3, nonce = $4, from_address = $5, status = 'SENT' WHERE id = $1", [id, raw, keccak256(raw), nonce, signer]);
-  return raw;
+}
+
+/**
+ * Request `id`'s cancel, signed and stored with too little gas to run, broadcast and mined: it reverts
+ * (the escrow untouched). Returns the revert's block.
+ */
+async function revertedAt(id: string, escrowOrderId: Hex): Promise<bigint> {
+  const nonce = await minedCount();
+  const raw = await signedCancel(gateway, stack.chainSettings.escrowAddress, escrowOrderId, nonce, { gas: 30_000n });
+  await storedAt(id, raw, nonce);
+  // The automining node mines it, then answers the broadcast with the revert as an error.
+  await gateway.publicClient.sendRawTransaction({ serializedTransaction: raw }).catch(() => undefined);
+  const receipt = await gateway.publicClient.waitForTransactionReceipt({ hash: keccak256(raw), pollingInterval: 200 });
+  assert.equal(receipt.status, "reverted");
+  return receipt.blockNumber;
+}
+
+/** The order's applied `event` reported removed by a reorganisation, then applied again as mined at `block`. */
+async function orphanedThenMinedAgain(orderId: string, event: string, block: bigint): Promise<void> {
+  await stack.service.pool.query(
+    `INSERT INTO applied_chain_events (event_id, order_id, event_name, block_number, applied_at, orphaned_at)
+     VALUES ($1, $3, $4, $5, now() - interval '2 seconds', now() - interval '1 second'), ($2, $3, $4, $6, now(), NULL)`,
+    [`removed:${orderId}`, `again:${orderId}`, orderId, event, (block - 3n).toString(), block.toString()],
+  );
 }
 
 before(async () => {
@@ -83,7 +112,7 @@ before(async () => {
   stack = await startTradeStack({}, {}, { mining: "auto" });
   gateway = createEscrowGateway(stack.chainSettings);
   sender = createTransactionSender({ pool: stack.service.pool, gateway, logger: createLogger("silent") });
-  active = await activeOrders(50 + 40 + 6);
+  active = await activeOrders(50 + 40 + 8);
 });
 after(async () => {
   await stack?.close();
@@ -179,6 +208,31 @@ describe("the service signer's transactions", () => {
     assert.notEqual(row!.tx_hash, keccak256(raw));
     assert.equal(await minedCount(), before + 2, "the stranger's transaction and the action, once");
     assert.equal(await gateway.escrowStatus(order!.escrowOrderId), "Refunded");
+  });
+
+  test("a revert while the escrow was behind the order is signed anew, even when the removed event is back before the receipt is read", async () => {
+    const [order] = take(1);
+    const id = await request(order!.id);
+    const block = await revertedAt(id, order!.escrowOrderId);
+    // A reorganisation had removed the order's deposit; the chain mined it again after the revert's block,
+    // and the consumer applied it before the sender read the revert (a chaos run: the sender was down).
+    await orphanedThenMinedAgain(order!.id, "Deposited", block);
+
+    await assert.rejects(sender.process(id), TransactionNotYetPossibleError);
+    const [row] = await rows([id]);
+    assert.deepEqual([row!.status === "REVERTED", row!.tx_hash], [false, null], "not given up: back to unsigned");
+    assert.equal(await settle(id), "MINED");
+    assert.equal(await gateway.escrowStatus(order!.escrowOrderId), "Refunded");
+  });
+
+  test("a revert after the removed event was mined again is final", async () => {
+    const [order] = take(1);
+    const id = await request(order!.id);
+    const block = await revertedAt(id, order!.escrowOrderId);
+    await orphanedThenMinedAgain(order!.id, "Deposited", block - 1n);
+
+    assert.equal(await settle(id), "REVERTED");
+    assert.equal(await gateway.escrowStatus(order!.escrowOrderId), "Active");
   });
 
   test("asking twice for one action records one request", async () => {

@@ -92,6 +92,18 @@ async function releaseTransactions(orderId: string): Promise<{ tx_hash: string; 
   return rows;
 }
 
+/** Until the order's (first) release is MINED: `again` after a reorganisation removed it. */
+async function releaseSettled(orderId: string, again = false): Promise<void> {
+  await waitFor(again ? "the release settled again" : "the release settled", async () => ((await releaseTransactions(orderId))[0]?.status === "MINED" ? true : undefined));
+}
+
+/** The order has one release transaction, COMPLETED once in its timeline, and each of its webhooks was sent once. */
+async function completedOnce(orderId: string): Promise<void> {
+  assert.equal((await releaseTransactions(orderId)).length, 1);
+  assert.equal((await timeline(orderId)).filter((entry) => entry.event === "COMPLETED").length, 1);
+  await assertWebhooksOnce(orderId);
+}
+
 type Order = Awaited<ReturnType<typeof placeOrder>>;
 
 /** The sandbox's `action` on the order, until Ponder holds its `eventName` (not yet confirmed). */
@@ -187,10 +199,8 @@ test("within the confirmations: the service's release in a removed block is sent
   const again = await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
   assert.equal(again.transaction_hash, sent.tx_hash, "the same signed transaction");
   await confirmed(order, "COMPLETED");
-  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
-  assert.equal((await releaseTransactions(order.id)).length, 1);
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await releaseSettled(order.id);
+  await completedOnce(order.id);
 });
 
 test("beyond the confirmations: an applied deposit that vanished is reported (timeline, metric) and, made again, changes nothing twice", async () => {
@@ -225,7 +235,7 @@ test("beyond the confirmations: the service's settled release that vanished is s
   await acted(order, "pay", "Released");
   const [first] = await indexedEvents(order.escrowOrderId, "Released");
   await confirmed(order, "COMPLETED");
-  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  await releaseSettled(order.id);
   const [settled] = await releaseTransactions(order.id);
 
   await reorganise(snapshot, 6);
@@ -235,13 +245,12 @@ test("beyond the confirmations: the service's settled release that vanished is s
   // The sender broadcasts the stored bytes again; automine mines them.
   await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
   await node.mine(CONFIRMATIONS);
-  await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  await releaseSettled(order.id, true);
   const rows = await releaseTransactions(order.id);
   assert.deepEqual(rows, [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
   assert.deepEqual((await indexedEvents(order.escrowOrderId, "Released")).map((row) => row.transaction_hash), [settled!.tx_hash]);
   await sleep(1500);
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await completedOnce(order.id);
 });
 
 test("beyond the confirmations: the service's refund that vanished and was mined again under another hash is the one the order records", async () => {
@@ -343,11 +352,9 @@ test("beyond the confirmations: a release asked for before the order's removed d
   await node.mine(1); // the resolution, mined again: the escrow is Locked
   await indexed(order.escrowOrderId, "Released", 1);
   await confirmed(order, "COMPLETED");
-  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
-  assert.equal((await releaseTransactions(order.id)).length, 1);
+  await releaseSettled(order.id);
   assert.equal((await indexedEvents(order.escrowOrderId, "DisputeResolved")).length, 1);
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await completedOnce(order.id);
 });
 
 test("beyond the confirmations: a release sent again and reverted before the order's removed dispute resolution was mined again is signed anew after it, and mined once", async () => {
@@ -381,12 +388,10 @@ test("beyond the confirmations: a release sent again and reverted before the ord
   assert.notEqual(released.transaction_hash, release.tx_hash, "signed anew under another nonce");
   await node.mine(CONFIRMATIONS);
   await waitFor("the new release settled", async () => ((await releaseTransactions(order.id))[0]?.tx_hash === released.transaction_hash && (await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
-  assert.equal((await releaseTransactions(order.id)).length, 1);
   assert.equal((await indexedEvents(order.escrowOrderId, "DisputeResolved")).length, 1);
   await sleep(1500);
   assert.equal((await waitForStatus(stack, order.id, "COMPLETED")).status, "COMPLETED");
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await completedOnce(order.id);
 });
 
 /** `count` passes of the reconciliation, each one due (an interval after the last). */
@@ -433,10 +438,9 @@ test("beyond the confirmations, the consumer behind: a settled release removed b
     assert.equal(again.transaction_hash, settled.tx_hash, "the same signed transaction");
   });
   await confirmed(order, "COMPLETED");
-  await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  await releaseSettled(order.id, true);
   assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await completedOnce(order.id);
 });
 
 test("beyond the confirmations, the consumer behind: a release the reconciliation applied and a reorganisation then removed is reported orphaned and sent again", async () => {
@@ -461,11 +465,10 @@ test("beyond the confirmations, the consumer behind: a release the reconciliatio
     assert.equal(again.transaction_hash, settled.tx_hash, "the same signed transaction");
   });
   await node.mine(CONFIRMATIONS);
-  await waitFor("the release settled again", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
+  await releaseSettled(order.id, true);
   assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
   await sleep(1500);
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await completedOnce(order.id);
 });
 
 // Found by the chaos run in CI: the buyer's lock removed by a reorganisation deeper than the confirmations
@@ -495,10 +498,8 @@ test("beyond the confirmations, the consumer behind: a release asked for while t
   // The sender's next attempt finds the escrow Locked again (retries back off: within a minute).
   await waitFor("the release mined", async () => ((await indexedEvents(order.escrowOrderId, "Released")).length === 1 ? true : undefined), 90_000);
   await confirmed(order, "COMPLETED");
-  await waitFor("the release settled", async () => ((await releaseTransactions(order.id))[0]?.status === "MINED" ? true : undefined));
-  assert.equal((await releaseTransactions(order.id)).length, 1);
-  assert.equal((await timeline(order.id)).filter((entry) => entry.event === "COMPLETED").length, 1);
-  await assertWebhooksOnce(order.id);
+  await releaseSettled(order.id);
+  await completedOnce(order.id);
 });
 
 // A reorganisation beyond the confirmations removed the order's lock and, before its buyer sent it again,

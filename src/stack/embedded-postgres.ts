@@ -268,7 +268,17 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, opt
     env: { ...process.env, LC_ALL: "C" },
   });
   let exited = child.exitCode !== null;
-  const exit = new Promise<void>((resolve) => child.once("exit", () => ((exited = true), resolve())));
+  // Never leave the server behind when this process exits without stop(); a server that died (the chaos
+  // harness SIGKILLs it, then starts another on the same data) takes its exit hook with it.
+  const killOnExit = () => child.kill("SIGINT");
+  process.once("exit", killOnExit);
+  const exit = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      exited = true;
+      process.removeListener("exit", killOnExit);
+      resolve();
+    }),
+  );
   const recent: string[] = [];
   child.stderr!.on("data", (chunk: Buffer) => {
     for (const line of chunk.toString().split("\n").filter(Boolean)) {
@@ -277,9 +287,6 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, opt
       logger.debug({ postgres: line.trim() }, "embedded postgres");
     }
   });
-  // Never leave the server behind when this process exits without stop().
-  const killOnExit = () => child.kill("SIGINT");
-  process.once("exit", killOnExit);
   const stop = async () => {
     process.removeListener("exit", killOnExit);
     if (exited) return;

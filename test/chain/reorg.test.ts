@@ -92,11 +92,6 @@ async function releaseTransactions(orderId: string): Promise<{ tx_hash: string; 
   return rows;
 }
 
-/** Until the order's (first) release is MINED: `again` after a reorganisation removed it. */
-async function releaseSettled(orderId: string, again = false): Promise<void> {
-  await waitFor(again ? "the release settled again" : "the release settled", async () => ((await releaseTransactions(orderId))[0]?.status === "MINED" ? true : undefined));
-}
-
 /** The order has one release transaction, COMPLETED once in its timeline, and each of its webhooks was sent once. */
 async function completedOnce(orderId: string): Promise<void> {
   assert.equal((await releaseTransactions(orderId)).length, 1);
@@ -199,7 +194,7 @@ test("within the confirmations: the service's release in a removed block is sent
   const again = await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
   assert.equal(again.transaction_hash, sent.tx_hash, "the same signed transaction");
   await confirmed(order, "COMPLETED");
-  await releaseSettled(order.id);
+  await settledTransaction(order.id, "confirmPayment");
   await completedOnce(order.id);
 });
 
@@ -235,8 +230,7 @@ test("beyond the confirmations: the service's settled release that vanished is s
   await acted(order, "pay", "Released");
   const [first] = await indexedEvents(order.escrowOrderId, "Released");
   await confirmed(order, "COMPLETED");
-  await releaseSettled(order.id);
-  const [settled] = await releaseTransactions(order.id);
+  const settled = await settledTransaction(order.id, "confirmPayment");
 
   await reorganise(snapshot, 6);
   const orphaned = await waitFor("the vanished release reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED"));
@@ -245,10 +239,10 @@ test("beyond the confirmations: the service's settled release that vanished is s
   // The sender broadcasts the stored bytes again; automine mines them.
   await minedAgain(order.escrowOrderId, "Released", first!.block_hash);
   await node.mine(CONFIRMATIONS);
-  await releaseSettled(order.id, true);
+  await settledTransaction(order.id, "confirmPayment");
   const rows = await releaseTransactions(order.id);
-  assert.deepEqual(rows, [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
-  assert.deepEqual((await indexedEvents(order.escrowOrderId, "Released")).map((row) => row.transaction_hash), [settled!.tx_hash]);
+  assert.deepEqual(rows, [{ tx_hash: settled.tx_hash, status: "MINED" }]);
+  assert.deepEqual((await indexedEvents(order.escrowOrderId, "Released")).map((row) => row.transaction_hash), [settled.tx_hash]);
   await sleep(1500);
   await completedOnce(order.id);
 });
@@ -352,7 +346,7 @@ test("beyond the confirmations: a release asked for before the order's removed d
   await node.mine(1); // the resolution, mined again: the escrow is Locked
   await indexed(order.escrowOrderId, "Released", 1);
   await confirmed(order, "COMPLETED");
-  await releaseSettled(order.id);
+  await settledTransaction(order.id, "confirmPayment");
   assert.equal((await indexedEvents(order.escrowOrderId, "DisputeResolved")).length, 1);
   await completedOnce(order.id);
 });
@@ -438,7 +432,7 @@ test("beyond the confirmations, the consumer behind: a settled release removed b
     assert.equal(again.transaction_hash, settled.tx_hash, "the same signed transaction");
   });
   await confirmed(order, "COMPLETED");
-  await releaseSettled(order.id, true);
+  await settledTransaction(order.id, "confirmPayment");
   assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
   await completedOnce(order.id);
 });
@@ -465,7 +459,7 @@ test("beyond the confirmations, the consumer behind: a release the reconciliatio
     assert.equal(again.transaction_hash, settled.tx_hash, "the same signed transaction");
   });
   await node.mine(CONFIRMATIONS);
-  await releaseSettled(order.id, true);
+  await settledTransaction(order.id, "confirmPayment");
   assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: settled!.tx_hash, status: "MINED" }]);
   await sleep(1500);
   await completedOnce(order.id);
@@ -498,7 +492,7 @@ test("beyond the confirmations, the consumer behind: a release asked for while t
   // The sender's next attempt finds the escrow Locked again (retries back off: within a minute).
   await waitFor("the release mined", async () => ((await indexedEvents(order.escrowOrderId, "Released")).length === 1 ? true : undefined), 90_000);
   await confirmed(order, "COMPLETED");
-  await releaseSettled(order.id);
+  await settledTransaction(order.id, "confirmPayment");
   await completedOnce(order.id);
 });
 

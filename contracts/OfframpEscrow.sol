@@ -259,6 +259,7 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     error InvalidCepHash();
     error CepHashAlreadyUsed(bytes32 cepHash);
     error NotOrderParty(address caller);
+    error NotLockHolder(address buyer, address lockHolder);
     error InvalidOutcome(uint8 outcome);
     error NothingToWithdraw();
     error InsufficientStray(uint256 available);
@@ -404,10 +405,13 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     /// treasury, in one transaction. Accepted while Locked until the lock's effective expiry plus
     /// REFUND_GRACE_SECONDS (exclusive), even if the lock has expired, since the service confirms only
     /// payments made inside the lock window; from then on the lock can only be refunded (or disputed).
-    /// A CEP hash is usable once ever.
-    function confirmPayment(bytes32 orderId, bytes32 cepHash) external nonReentrant whenNotPaused onlyRole(SERVICE_ROLE) {
+    /// A CEP hash is usable once ever. `buyer` is the lock holder whose payment the CEP proves: the call
+    /// reverts unless it still holds the lock, so a signed release sent again after a reorganisation (in
+    /// which another buyer may have locked the order) can only ever pay the buyer who paid.
+    function confirmPayment(bytes32 orderId, bytes32 cepHash, address buyer) external nonReentrant whenNotPaused onlyRole(SERVICE_ROLE) {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Locked);
+        _requireLockHolder(order, buyer);
         uint64 confirmDeadline = _lockExpiry(order) + REFUND_GRACE_SECONDS;
         if (block.timestamp >= confirmDeadline) revert PaymentWindowClosed(confirmDeadline);
         if (cepHash == bytes32(0)) revert InvalidCepHash();
@@ -467,10 +471,13 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     /// NO_FAULT_RETRY returns the order to Locked with a fresh lock window that starts now: pauses
     /// before the retry do not extend it, pause time from now on (the rest of a current pause
     /// included) does. DisputeResolved is emitted before the Released / Refunded of the same call.
-    /// Releasing outcomes are blocked while paused.
-    function resolveDispute(bytes32 orderId, uint8 outcome) external nonReentrant onlyRole(ARBITER_ROLE) {
+    /// Releasing outcomes are blocked while paused. `buyer` is the lock holder of the dispute decided: the
+    /// call reverts unless it still holds the order, so a decision cannot pay, penalise or relock
+    /// another buyer's lock.
+    function resolveDispute(bytes32 orderId, uint8 outcome, address buyer) external nonReentrant onlyRole(ARBITER_ROLE) {
         Order storage order = _orders[orderId];
         _requireStatus(orderId, order, Status.Disputed);
+        _requireLockHolder(order, buyer);
         if (outcome > OUTCOME_NO_FAULT_RETRY) revert InvalidOutcome(outcome);
 
         if (outcome == OUTCOME_BUYER || outcome == OUTCOME_NO_FAULT_RELEASE) {
@@ -572,6 +579,10 @@ contract OfframpEscrow is AccessControl, EIP712, ReentrancyGuard, Pausable {
     function _requireStatus(bytes32 orderId, Order storage order, Status expected) private view {
         Status status = order.status;
         if (status != expected) revert InvalidStatus(orderId, status);
+    }
+
+    function _requireLockHolder(Order storage order, address buyer) private view {
+        if (order.buyer != buyer) revert NotLockHolder(buyer, order.buyer);
     }
 
     function _requireServiceSignature(bytes32 digest, bytes calldata signature) private view {

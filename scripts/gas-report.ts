@@ -33,7 +33,7 @@ for (const account of [f.buyer.account.address, f.partner, f.treasury, f.seller.
 }
 for (const feeRecipient of [f.partner, zeroAddress]) {
   const warm = await f.depositAndLock({ feeBps: 100, treasuryShareBps: 3000, feeRecipient });
-  await f.tx(f.service, "confirmPayment", [warm.orderId, nextCep()]);
+  await f.tx(f.service, "confirmPayment", [warm.orderId, nextCep(), f.buyer.account.address]);
 }
 
 // Deployment and admin.
@@ -64,11 +64,11 @@ for (const feeRecipient of [f.partner, zeroAddress]) {
   const userFee = await f.deposit({ feeBps: 100, treasuryShareBps: 3000, feeRecipient: zeroAddress });
   record("deposit", "fee to the seller (recipient zero)", userFee.receipt);
   record("lock", "with the service's permit (signature check)", await f.mined(f.lock(f.buyer, partnerFee.terms.orderId)));
-  record("confirmPayment", "partner fee + treasury share (1 transfer, 2 credits)", await f.tx(f.service, "confirmPayment", [partnerFee.terms.orderId, nextCep()]));
+  record("confirmPayment", "partner fee + treasury share (1 transfer, 2 credits)", await f.tx(f.service, "confirmPayment", [partnerFee.terms.orderId, nextCep(), f.buyer.account.address]));
   await f.mined(f.lock(f.buyer, userFee.terms.orderId));
-  record("confirmPayment", "fee to the seller + treasury share (1 transfer, 2 credits)", await f.tx(f.service, "confirmPayment", [userFee.terms.orderId, nextCep()]));
+  record("confirmPayment", "fee to the seller + treasury share (1 transfer, 2 credits)", await f.tx(f.service, "confirmPayment", [userFee.terms.orderId, nextCep(), f.buyer.account.address]));
   const noFee = await f.depositAndLock({ feeBps: 0 });
-  record("confirmPayment", "no fee (1 transfer)", await f.tx(f.service, "confirmPayment", [noFee.orderId, nextCep()]));
+  record("confirmPayment", "no fee (1 transfer)", await f.tx(f.service, "confirmPayment", [noFee.orderId, nextCep(), f.buyer.account.address]));
 
   const cancelled = await f.deposit();
   record("cancel", "", await f.tx(f.service, "cancel", [cancelled.terms.orderId]));
@@ -95,7 +95,7 @@ for (const feeRecipient of [f.partner, zeroAddress]) {
   for (const outcome of Object.values(disputeOutcome)) {
     const id = outcome === 0 ? first : await disputed();
     if (outcome !== 0) await f.tx(f.seller, "openDispute", [id]);
-    record("resolveDispute", names[outcome] ?? String(outcome), await f.tx(f.arbiter, "resolveDispute", [id, outcome]));
+    record("resolveDispute", names[outcome] ?? String(outcome), await f.tx(f.arbiter, "resolveDispute", [id, outcome, f.buyer.account.address]));
   }
 }
 
@@ -114,9 +114,10 @@ for (const feeRecipient of [f.partner, zeroAddress]) {
   await f.fund(f.seller.account.address, terms.amount);
   await f.mined(f.seller.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "approve", args: [f.escrow, terms.amount] }));
   await f.tx(f.seller, "deposit", [terms, await f.sign(terms)]);
-  await f.mined(f.lock(f.wallet(13), terms.orderId));
+  const coldBuyer = f.wallet(13);
+  await f.mined(f.lock(coldBuyer, terms.orderId));
   await f.tx(f.admin, "setTreasury", [f.wallet(12).account.address]);
-  record("confirmPayment", "transfer to an empty balance, 2 first credits", await f.tx(f.service, "confirmPayment", [terms.orderId, nextCep()]));
+  record("confirmPayment", "transfer to an empty balance, 2 first credits", await f.tx(f.service, "confirmPayment", [terms.orderId, nextCep(), coldBuyer.account.address]));
   record("withdraw", "the whole credit, to an empty balance", await f.tx(f.wallet(12), "withdraw", [f.usdc]));
 }
 

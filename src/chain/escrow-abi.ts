@@ -205,6 +205,22 @@ export const escrowAbi = [
     "inputs": [
       {
         "internalType": "address",
+        "name": "buyer",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "lockHolder",
+        "type": "address"
+      }
+    ],
+    "name": "NotLockHolder",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
         "name": "caller",
         "type": "address"
       }
@@ -1157,6 +1173,11 @@ export const escrowAbi = [
         "internalType": "bytes32",
         "name": "cepHash",
         "type": "bytes32"
+      },
+      {
+        "internalType": "address",
+        "name": "buyer",
+        "type": "address"
       }
     ],
     "name": "confirmPayment",
@@ -1752,6 +1773,11 @@ export const escrowAbi = [
         "internalType": "uint8",
         "name": "outcome",
         "type": "uint8"
+      },
+      {
+        "internalType": "address",
+        "name": "buyer",
+        "type": "address"
       }
     ],
     "name": "resolveDispute",

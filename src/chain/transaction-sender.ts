@@ -1,4 +1,4 @@
-import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, encodeFunctionData, keccak256, parseTransaction, type Address, type Hash, type Hex } from "viem";
+import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, encodeFunctionData, getAddress, keccak256, parseTransaction, type Address, type Hash, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
@@ -155,16 +155,22 @@ export function createTransactionSender(deps: {
     return rowCount === 1;
   };
 
+  /** Releases and resolutions name the order's buyer: the escrow refuses them for any other lock holder. */
+  const lockHolder = (row: TransactionRow): Address => {
+    if (!row.buyer_wallet) throw new Error(`order ${row.order_id} has no buyer for ${row.action}`);
+    return getAddress(row.buyer_wallet);
+  };
+
   const calldata = (row: TransactionRow): Hex => {
     const id = row.escrow_order_id;
     switch (row.action) {
       case "confirmPayment":
         if (!row.cep_hash) throw new Error(`order ${row.order_id} has no verified CEP`);
-        return encodeFunctionData({ abi: escrowAbi, functionName: "confirmPayment", args: [id, row.cep_hash] });
+        return encodeFunctionData({ abi: escrowAbi, functionName: "confirmPayment", args: [id, row.cep_hash, lockHolder(row)] });
       case "resolveDispute": {
         const outcome = row.params.outcome;
         if (!outcome) throw new Error(`dispute resolution ${row.id} has no outcome`);
-        return encodeFunctionData({ abi: escrowAbi, functionName: "resolveDispute", args: [id, disputeOutcome[outcome]] });
+        return encodeFunctionData({ abi: escrowAbi, functionName: "resolveDispute", args: [id, disputeOutcome[outcome], lockHolder(row)] });
       }
       default:
         return encodeFunctionData({ abi: escrowAbi, functionName: row.action, args: [id] });
@@ -347,21 +353,38 @@ export function createTransactionSender(deps: {
   };
 
   /**
+   * Why the escrow could not take the row's action at `block`, if a reorganisation is the reason: the
+   * order's removed event the chain has not mined again by then, or (for an action naming the order's
+   * buyer) another buyer's lock on the escrow, which the escrow refuses (NotLockHolder). The chain is
+   * read for the second, so it counts even before the consumer has reported the order's lock removed.
+   */
+  const behindAt = async (row: TransactionRow, block: bigint): Promise<string | undefined> => {
+    const awaited = await awaitedOrphanedEvent(row.order_id, block);
+    if (awaited) return `the chain has the order's ${awaited} again`;
+    const { requires, buyers } = ACTIONS[row.action];
+    if (!buyers) return undefined;
+    const escrow = await gateway.escrowOrder(row.escrow_order_id, block);
+    if (escrow.status === requires && escrow.buyer.toLowerCase() !== row.buyer_wallet?.toLowerCase()) return `the escrow is no longer locked by ${escrow.buyer}, another buyer`;
+    return undefined;
+  };
+
+  /**
    * A transaction that reverted because the escrow was behind the order (sent again after a reorganisation
-   * and mined, at `block`, before the order's own removed event was mined again): its nonce is spent and
-   * nothing happened, so the row goes back to unsigned and is signed anew once the escrow has caught up
-   * (at once if the event is back by now: a chaos run's resolution, read late, was given up as REVERTED).
+   * and mined, at `block`, before the order's own removed event was mined again, or while another buyer
+   * held the lock): its nonce is spent and nothing happened, so the row goes back to unsigned and is
+   * signed anew once the escrow has caught up (at once if the event is back by now: a chaos run's
+   * resolution, read late, was given up as REVERTED).
    */
   const signAgainIfBehind = async (row: TransactionRow, hash: Hash, block: bigint): Promise<void> => {
-    const awaited = await awaitedOrphanedEvent(row.order_id, block);
-    if (!awaited) return;
+    const until = await behindAt(row, block);
+    if (!until) return;
     const { rowCount } = await pool.query(
-      `UPDATE chain_transactions SET raw_tx = NULL, tx_hash = NULL, nonce = NULL, from_address = NULL, replaced_hashes = '{}', error = $3, updated_at = now()
+      `UPDATE chain_transactions SET status = 'PENDING', raw_tx = NULL, tx_hash = NULL, nonce = NULL, from_address = NULL, replaced_hashes = '{}', error = $3, updated_at = now()
         WHERE id = $1 AND status IN ('PENDING', 'SENT') AND (tx_hash = $2 OR $2 = ANY(replaced_hashes))`,
-      [row.id, hash, `${hash} reverted while the escrow was behind the order; signed again once the chain has the order's ${awaited} again`],
+      [row.id, hash, `${hash} reverted while the escrow was behind the order; signed again once ${until}`],
     );
-    if (rowCount === 1) logger.warn({ txId: row.id, orderId: row.order_id, action: row.action, txHash: hash, awaited }, "escrow transaction reverted behind a reorganisation; signed again once the escrow catches up");
-    throw new TransactionNotYetPossibleError(`${row.action} waits for the order's ${awaited} to be mined again`);
+    if (rowCount === 1) logger.warn({ txId: row.id, orderId: row.order_id, action: row.action, txHash: hash, until }, "escrow transaction reverted behind a reorganisation; signed again once the escrow catches up");
+    throw new TransactionNotYetPossibleError(`${row.action} waits until ${until}`);
   };
 
   /** Checks, signs under a fresh nonce, stores, broadcasts and looks for the receipt once. */
@@ -385,8 +408,9 @@ export function createTransactionSender(deps: {
     const { requires, buyers } = ACTIONS[row.action];
     if (buyers && status === requires && escrow.buyer.toLowerCase() !== row.buyer_wallet?.toLowerCase()) {
       // Another buyer's lock: a reorganisation removed the order's, and someone else locked the escrow
-      // before it was mined again. Releasing now would pay the wrong buyer; the chain has to move on (that
-      // lock expiring, the order's own mined again) or an operator has to step in.
+      // before it was mined again. The escrow would refuse the call (it names the order's buyer: NotLockHolder,
+      // which also guards bytes signed earlier and sent again); the chain has to move on (that lock
+      // expiring, the order's own mined again) or an operator has to step in.
       logger.error(
         { txId: row.id, orderId: row.order_id, action: row.action, escrowBuyer: escrow.buyer, orderBuyer: row.buyer_wallet },
         "the escrow is locked by another buyer than the order's: the action is held",

@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPublicClient, encodeFunctionData, http, keccak256, serializeTransaction, type Hex, type TransactionSerializable } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { escrowAbi } from "../../src/chain/escrow-abi.ts";
+import { escrowAbi, testUsdcAbi } from "../../src/chain/escrow-abi.ts";
 import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-gateway.ts";
 import { DEV_ACCOUNT, devAccounts } from "../../src/stack/local-node.ts";
 import { placeOrder, startTradeStack, testNode, waitFor, waitForStatus, type TestNode, type TradeStack } from "../support/trade-stack.ts";
@@ -528,4 +528,60 @@ test("beyond the confirmations, the consumer behind: a release is held while the
   assert.equal(orphaned.data.chainEvent, "Locked");
   await activeOrder();
   assert.deepEqual((await releaseTransactions(order.id)).map((row) => row.status), ["PENDING"], "still held");
+});
+
+// As above, but the release was already signed and mined when the reorganisation removed it with the
+// lock, and the other buyer's lock is mined before its bytes are mined again (by the service or anyone
+// holding them). The release names the order's buyer, so the escrow refuses it: the bytes cannot pay the
+// other buyer. The sender reads that from the chain at the revert's block, before the consumer has
+// reported anything, and holds the release instead of giving it up.
+test("beyond the confirmations, the consumer behind: a release's signed bytes mined after another buyer locked the escrow revert, pay nobody, and the release is held", async () => {
+  const order = await activeOrder();
+  const gateway = createEscrowGateway(stack.chainSettings);
+  const other = privateKeyToAccount(devAccounts[DEV_ACCOUNT.firstSandbox + 5]!.privateKey);
+  const usdcOf = (address: Hex) => gateway.publicClient.readContract({ address: stack.chainSettings.usdcAddress, abi: testUsdcAbi, functionName: "balanceOf", args: [address] });
+  const snapshot = await node.rpc("evm_snapshot");
+  const branchPoint = await node.blockNumber();
+  await acted(order, "lock", "Locked");
+  await confirmed(order, "LOCKED");
+
+  await consumerHeldBack(async () => {
+    await acted(order, "pay", "Released");
+    const [sent] = await releaseTransactions(order.id);
+    const release = (await transactionsSince(branchPoint)).find((raw) => keccak256(raw) === sent!.tx_hash)!;
+    const otherBalance = await usdcOf(other.address);
+
+    await node.rpc("evm_setAutomine", [false]);
+    try {
+      assert.equal(await node.rpc("evm_revert", [snapshot]), true);
+      const permit = { orderId: order.escrowOrderId as Hex, buyer: other.address, deadline: lockPermitDeadline() };
+      const lock = encodeFunctionData({ abi: escrowAbi, functionName: "lock", args: [permit, await gateway.signLockPermit(permit)] });
+      // A tip far above the service's: the other buyer's lock comes first in the block.
+      await gateway.walletClient(other).sendTransaction({ to: stack.chainSettings.escrowAddress, data: lock, maxPriorityFeePerGas: 50_000_000_000n, maxFeePerGas: 100_000_000_000n });
+      // The service may have broadcast the same bytes again already: "known" is the node keeping one copy.
+      await gateway.publicClient.sendRawTransaction({ serializedTransaction: release }).catch(() => undefined);
+      await node.mine(1);
+    } finally {
+      await node.rpc("evm_setAutomine", [true]);
+    }
+    const receipt = await gateway.publicClient.getTransactionReceipt({ hash: sent!.tx_hash as Hex });
+    assert.equal(receipt.status, "reverted", "the release's bytes were mined and reverted");
+    const [locked] = await gateway.publicClient.getContractEvents({ address: stack.chainSettings.escrowAddress, abi: escrowAbi, eventName: "Locked", blockHash: receipt.blockHash });
+    assert.ok(locked && locked.transactionIndex < receipt.transactionIndex, "the other buyer's lock was mined first");
+    assert.deepEqual(await gateway.escrowOrder(order.escrowOrderId as Hex), { status: "Locked", buyer: other.address });
+    assert.equal(await usdcOf(other.address), otherBalance, "nothing paid to the other buyer");
+
+    // Past the old branch, the revert final: the sender reads the other buyer's lock at its block.
+    await node.mine(6);
+    await waitFor("the release back to unsigned", async () => {
+      const rows = await releaseTransactions(order.id);
+      return rows.length === 1 && rows[0]!.status === "PENDING" && rows[0]!.tx_hash === null ? true : undefined;
+    });
+  });
+  const orphaned = await waitFor("the removed lock reported", async () => (await timeline(order.id)).find((entry) => entry.event === "CHAIN_EVENT_ORPHANED" && entry.data.chainEvent === "Locked"));
+  assert.ok(orphaned);
+  await sleep(2000); // the sender's next attempts find the other buyer's lock and hold the release
+  assert.deepEqual(await releaseTransactions(order.id), [{ tx_hash: null, status: "PENDING" }], "held, not given up");
+  assert.deepEqual(await gateway.escrowOrder(order.escrowOrderId as Hex), { status: "Locked", buyer: other.address });
+  assert.equal((await timeline(order.id)).some((entry) => entry.event === "COMPLETED"), false);
 });

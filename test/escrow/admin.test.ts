@@ -88,7 +88,7 @@ describe("OfframpEscrow deployment and admin", () => {
     await f.tx(f.admin, "setTokenAllowed", [other, false]);
     assert.equal(await f.read("tokenAllowed", [other]), false);
     await expectRevert(f.deposit({ token: other }), "TokenNotAllowed", [other]);
-    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("cep-disallowed"))]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("cep-disallowed")), f.buyer.account.address]);
     assert.equal((await f.getOrder(terms.orderId)).status, 4);
   });
 
@@ -101,7 +101,7 @@ describe("OfframpEscrow deployment and admin", () => {
     assertEvent(escrowEvents(receipt, f.escrow)[0], "TreasuryUpdated", { previousTreasury: f.treasury, newTreasury });
 
     const terms = await f.depositAndLock({ amount: 1_000_000n, feeBps: 1000, treasuryShareBps: 10_000 });
-    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("cep-treasury"))]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("cep-treasury")), f.buyer.account.address]);
     assert.equal(await f.read("accrued", [getAddress(newTreasury), f.usdc]), 100_000n);
     assert.equal(await f.read("accrued", [f.treasury, f.usdc]), 0n);
   });
@@ -147,7 +147,7 @@ describe("OfframpEscrow deployment and admin", () => {
       disputed.push(orderId);
     }
     const credited = await f.depositAndLock({ feeBps: 100, treasuryShareBps: 0 });
-    await f.tx(f.service, "confirmPayment", [credited.orderId, keccak256(toHex("cep-credit"))]);
+    await f.tx(f.service, "confirmPayment", [credited.orderId, keccak256(toHex("cep-credit")), f.buyer.account.address]);
 
     // Prepare a deposit (mint + approve) and a lock permit before pausing.
     const terms = await f.makeTerms();
@@ -160,17 +160,17 @@ describe("OfframpEscrow deployment and admin", () => {
     await f.tx(f.admin, "pause", []);
     await expectRevert(f.send(f.seller, "deposit", [terms, signature]), "EnforcedPause");
     await expectRevert(f.send(f.buyer, "lock", [permit, permitSignature]), "EnforcedPause");
-    await expectRevert(f.send(f.service, "confirmPayment", [locked.orderId, keccak256(toHex("cep-paused"))]), "EnforcedPause");
+    await expectRevert(f.send(f.service, "confirmPayment", [locked.orderId, keccak256(toHex("cep-paused")), f.buyer.account.address]), "EnforcedPause");
     await expectRevert(f.send(f.wallet(7), "withdraw", [f.usdc]), "EnforcedPause");
     const [d0, d1, d2, d3, d4] = disputed as [Hex, Hex, Hex, Hex, Hex];
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [d0, disputeOutcome.BUYER]), "EnforcedPause");
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [d2, disputeOutcome.NO_FAULT_RELEASE]), "EnforcedPause");
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [d0, disputeOutcome.BUYER, f.buyer.account.address]), "EnforcedPause");
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [d2, disputeOutcome.NO_FAULT_RELEASE, f.buyer.account.address]), "EnforcedPause");
 
     // Refunds to the seller outside lock expiry, disputes and non-releasing resolutions keep working.
     await f.tx(f.service, "cancel", [listedToCancel.terms.orderId]);
-    await f.tx(f.arbiter, "resolveDispute", [d1, disputeOutcome.SELLER]);
-    await f.tx(f.arbiter, "resolveDispute", [d3, disputeOutcome.NO_FAULT_REFUND]);
-    await f.tx(f.arbiter, "resolveDispute", [d4, disputeOutcome.NO_FAULT_RETRY]);
+    await f.tx(f.arbiter, "resolveDispute", [d1, disputeOutcome.SELLER, f.buyer.account.address]);
+    await f.tx(f.arbiter, "resolveDispute", [d3, disputeOutcome.NO_FAULT_REFUND, f.buyer.account.address]);
+    await f.tx(f.arbiter, "resolveDispute", [d4, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
     await f.tx(f.buyer, "openDispute", [lockedToDispute.orderId]);
     await f.travel(3n * DAY);
     await f.tx(f.stranger, "expireListing", [listed.terms.orderId]);
@@ -195,12 +195,12 @@ describe("OfframpEscrow deployment and admin", () => {
 
     // After unpausing, the blocked releases go through, and the paused locks still have their time.
     await f.tx(f.admin, "unpause", []);
-    await f.tx(f.arbiter, "resolveDispute", [d0, disputeOutcome.BUYER]);
-    await f.tx(f.arbiter, "resolveDispute", [d2, disputeOutcome.NO_FAULT_RELEASE]);
+    await f.tx(f.arbiter, "resolveDispute", [d0, disputeOutcome.BUYER, f.buyer.account.address]);
+    await f.tx(f.arbiter, "resolveDispute", [d2, disputeOutcome.NO_FAULT_RELEASE, f.buyer.account.address]);
     assert.equal((await f.getOrder(d0)).status, 4);
     assert.equal((await f.getOrder(d2)).status, 4);
     await expectRevert(f.send(f.service, "refundExpiredLock", [locked.orderId]), "LockNotExpired");
-    await f.tx(f.service, "confirmPayment", [locked.orderId, keccak256(toHex("cep-after-pause"))]);
+    await f.tx(f.service, "confirmPayment", [locked.orderId, keccak256(toHex("cep-after-pause")), f.buyer.account.address]);
     await f.tx(f.wallet(7), "withdraw", [f.usdc]);
   });
 });

@@ -48,7 +48,7 @@ describe("openDispute", () => {
     const terms = await disputed(f, { lockWindow: 60n });
     await f.travel(3600n);
     await expectRevert(f.send(f.stranger, "refundExpiredLock", [terms.orderId]), "InvalidStatus", [terms.orderId, 3]);
-    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep()]), "InvalidStatus", [terms.orderId, 3]);
+    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]), "InvalidStatus", [terms.orderId, 3]);
     await expectRevert(f.send(f.service, "cancel", [terms.orderId]), "InvalidStatus", [terms.orderId, 3]);
     assert.equal(await f.balanceOf(f.escrow), terms.amount);
   });
@@ -59,7 +59,7 @@ describe("resolveDispute", () => {
     const f = await loadFixture();
     const terms = await disputed(f, { amount: 200n * USDC, feeBps: 1000, treasuryShareBps: 3000 });
     const buyerBefore = await f.balanceOf(f.buyer.account.address);
-    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER]);
+    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER, f.buyer.account.address]);
     const events = escrowEvents(receipt, f.escrow);
     assert.deepEqual(events.map((e) => e.eventName), ["DisputeResolved", "ReputationChanged", "Released"]);
     assertEvent(events[0], "DisputeResolved", { orderId: terms.orderId, outcome: 0, newLockExpiresAt: 0n });
@@ -84,7 +84,7 @@ describe("resolveDispute", () => {
     const f = await loadFixture();
     const terms = await disputed(f, { amount: 30n * USDC }, f.seller);
     const sellerBefore = await f.balanceOf(f.seller.account.address);
-    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.SELLER]);
+    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.SELLER, f.buyer.account.address]);
     const events = escrowEvents(receipt, f.escrow);
     assert.deepEqual(events.map((e) => e.eventName), ["DisputeResolved", "ReputationChanged", "Refunded"]);
     assertEvent(events[0], "DisputeResolved", { orderId: terms.orderId, outcome: 1, newLockExpiresAt: 0n });
@@ -102,8 +102,8 @@ describe("resolveDispute", () => {
     const refund = await disputed(f, { amount: 20n * USDC });
     const buyerBefore = await f.balanceOf(f.buyer.account.address);
     const sellerBefore = await f.balanceOf(f.seller.account.address);
-    const r1 = await f.tx(f.arbiter, "resolveDispute", [release.orderId, disputeOutcome.NO_FAULT_RELEASE]);
-    const r2 = await f.tx(f.arbiter, "resolveDispute", [refund.orderId, disputeOutcome.NO_FAULT_REFUND]);
+    const r1 = await f.tx(f.arbiter, "resolveDispute", [release.orderId, disputeOutcome.NO_FAULT_RELEASE, f.buyer.account.address]);
+    const r2 = await f.tx(f.arbiter, "resolveDispute", [refund.orderId, disputeOutcome.NO_FAULT_REFUND, f.buyer.account.address]);
     assert.deepEqual(escrowEvents(r1, f.escrow).map((e) => e.eventName), ["DisputeResolved", "Released"]);
     assert.deepEqual(escrowEvents(r2, f.escrow).map((e) => e.eventName), ["DisputeResolved", "Refunded"]);
     assertEvent(escrowEvents(r1, f.escrow)[0], "DisputeResolved", { orderId: release.orderId, outcome: 2, newLockExpiresAt: 0n });
@@ -119,7 +119,7 @@ describe("resolveDispute", () => {
     const f = await loadFixture();
     const terms = await disputed(f, { lockWindow: 1000n });
     await f.travel(5000n);
-    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY]);
+    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
     const { timestamp } = await f.publicClient.getBlock({ blockNumber: receipt.blockNumber });
     const events = escrowEvents(receipt, f.escrow);
     assert.equal(events.length, 1);
@@ -134,12 +134,12 @@ describe("resolveDispute", () => {
     assert.equal(await f.read("lockExpiryOf", [terms.orderId]), timestamp + 1000n);
     // It can be disputed again, retried again, and finally confirmed.
     await f.tx(f.seller, "openDispute", [terms.orderId]);
-    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY]);
-    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
     assert.equal((await f.getOrder(terms.orderId)).status, 4);
 
     const expiring = await disputed(f, { lockWindow: 1000n });
-    await f.tx(f.arbiter, "resolveDispute", [expiring.orderId, disputeOutcome.NO_FAULT_RETRY]);
+    await f.tx(f.arbiter, "resolveDispute", [expiring.orderId, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
     await f.travel(1000n);
     await f.tx(f.service, "refundExpiredLock", [expiring.orderId]);
     assert.equal((await f.getOrder(expiring.orderId)).status, 5);
@@ -148,15 +148,28 @@ describe("resolveDispute", () => {
   it("validates the outcome, the role and the state", async () => {
     const f = await loadFixture();
     const terms = await disputed(f);
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, 5]), "InvalidOutcome", [5]);
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, 255]), "InvalidOutcome", [255]);
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, 5, f.buyer.account.address]), "InvalidOutcome", [5]);
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, 255, f.buyer.account.address]), "InvalidOutcome", [255]);
     for (const who of [f.service, f.admin, f.buyer, f.seller]) {
-      await expectRevert(f.send(who, "resolveDispute", [terms.orderId, 0]), "AccessControlUnauthorizedAccount", [who.account.address, ARBITER_ROLE]);
+      await expectRevert(f.send(who, "resolveDispute", [terms.orderId, 0, f.buyer.account.address]), "AccessControlUnauthorizedAccount", [who.account.address, ARBITER_ROLE]);
     }
     const locked = await f.depositAndLock();
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [locked.orderId, 0]), "InvalidStatus", [locked.orderId, 2]);
-    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.SELLER]);
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, 0]), "InvalidStatus", [terms.orderId, 5]);
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [locked.orderId, 0, f.buyer.account.address]), "InvalidStatus", [locked.orderId, 2]);
+    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.SELLER, f.buyer.account.address]);
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, 0, f.buyer.account.address]), "InvalidStatus", [terms.orderId, 5]);
+  });
+
+  it("decides only the dispute of the buyer it names: any other name reverts (NotLockHolder) for every outcome", async () => {
+    const f = await loadFixture();
+    const terms = await disputed(f);
+    const other = f.stranger.account.address;
+    for (const outcome of Object.values(disputeOutcome)) {
+      await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, outcome, other]), "NotLockHolder", [other, f.buyer.account.address]);
+    }
+    assert.equal((await f.getOrder(terms.orderId)).status, 3);
+    assert.deepEqual([await f.read("reputation", [f.buyer.account.address]), await f.read("reputation", [f.seller.account.address])], [0n, 0n]);
+    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER, f.buyer.account.address]);
+    assert.equal((await f.getOrder(terms.orderId)).status, 4);
   });
 
   it("accumulates reputation per account across disputes", async () => {
@@ -164,10 +177,10 @@ describe("resolveDispute", () => {
     const first = await disputed(f);
     const second = await disputed(f);
     const third = await disputed(f);
-    await f.tx(f.arbiter, "resolveDispute", [first.orderId, disputeOutcome.BUYER]);
-    const receipt = await f.tx(f.arbiter, "resolveDispute", [second.orderId, disputeOutcome.BUYER]);
+    await f.tx(f.arbiter, "resolveDispute", [first.orderId, disputeOutcome.BUYER, f.buyer.account.address]);
+    const receipt = await f.tx(f.arbiter, "resolveDispute", [second.orderId, disputeOutcome.BUYER, f.buyer.account.address]);
     assertEvent(escrowEvents(receipt, f.escrow)[1], "ReputationChanged", { account: f.seller.account.address, delta: -50n, newScore: -100n });
-    await f.tx(f.arbiter, "resolveDispute", [third.orderId, disputeOutcome.SELLER]);
+    await f.tx(f.arbiter, "resolveDispute", [third.orderId, disputeOutcome.SELLER, f.buyer.account.address]);
     assert.equal(await f.read("reputation", [f.seller.account.address]), -100n);
     assert.equal(await f.read("reputation", [f.buyer.account.address]), -50n);
     assert.equal(await f.read("reputation", [f.stranger.account.address]), 0n);

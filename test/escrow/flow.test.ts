@@ -153,7 +153,7 @@ describe("lock permits (decisions 17)", () => {
     // A retry puts the order back to Locked, never Active: the permit stays spent.
     await f.tx(f.buyer, "openDispute", [terms.orderId]);
     await expectRevert(f.send(f.buyer, "lock", [permit, signature]), "InvalidStatus", [terms.orderId, 3]);
-    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY]);
+    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
     await expectRevert(f.send(f.buyer, "lock", [permit, signature]), "InvalidStatus", [terms.orderId, 2]);
     await f.travel(600n);
     await f.tx(f.service, "refundExpiredLock", [terms.orderId]);
@@ -163,7 +163,7 @@ describe("lock permits (decisions 17)", () => {
     const permit2 = await f.makePermit(released.terms.orderId, { deadline: (await f.now()) + DAY });
     const signature2 = await f.signPermit(permit2);
     await f.tx(f.buyer, "lock", [permit2, signature2]);
-    await f.tx(f.service, "confirmPayment", [released.terms.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [released.terms.orderId, newCep(), f.buyer.account.address]);
     await expectRevert(f.send(f.buyer, "lock", [permit2, signature2]), "InvalidStatus", [released.terms.orderId, 4]);
   });
 });
@@ -179,7 +179,7 @@ describe("confirmPayment", () => {
     const terms = await f.depositAndLock({ amount: 1000n * USDC, feeBps: 250, treasuryShareBps: 3000 });
     const cep = newCep();
     const before = await balances(f, [f.buyer.account.address, f.partner, f.treasury, f.escrow]);
-    const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, cep]);
+    const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, cep, f.buyer.account.address]);
     const after = await balances(f, [f.buyer.account.address, f.partner, f.treasury, f.escrow]);
     // fee = 25 USDC; treasury 30 % of it = 7.5 USDC; partner 17.5 USDC; buyer 975 USDC. Only the buyer
     // is paid now; the fee shares stay in the escrow, credited to their owners.
@@ -202,29 +202,43 @@ describe("confirmPayment", () => {
     });
     assert.equal(await f.read("cepHashUsed", [cep]), true);
     assert.equal((await f.getOrder(terms.orderId)).status, 4);
-    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep()]), "InvalidStatus", [terms.orderId, 4]);
+    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]), "InvalidStatus", [terms.orderId, 4]);
   });
 
   it("is for SERVICE_ROLE only, while Locked, with a non-zero CEP hash never used before", async () => {
     const f = await loadFixture();
     const terms = await f.depositAndLock();
     for (const who of [f.buyer, f.seller, f.arbiter, f.admin]) {
-      await expectRevert(f.send(who, "confirmPayment", [terms.orderId, newCep()]), "AccessControlUnauthorizedAccount", [
+      await expectRevert(f.send(who, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]), "AccessControlUnauthorizedAccount", [
         who.account.address,
         SERVICE_ROLE,
       ]);
     }
     const active = await f.deposit();
-    await expectRevert(f.send(f.service, "confirmPayment", [active.terms.orderId, newCep()]), "InvalidStatus", [active.terms.orderId, 1]);
+    await expectRevert(f.send(f.service, "confirmPayment", [active.terms.orderId, newCep(), f.buyer.account.address]), "InvalidStatus", [active.terms.orderId, 1]);
     const unknown = newOrderId();
-    await expectRevert(f.send(f.service, "confirmPayment", [unknown, newCep()]), "InvalidStatus", [unknown, 0]);
-    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, `0x${"00".repeat(32)}`]), "InvalidCepHash");
+    await expectRevert(f.send(f.service, "confirmPayment", [unknown, newCep(), f.buyer.account.address]), "InvalidStatus", [unknown, 0]);
+    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, `0x${"00".repeat(32)}`, f.buyer.account.address]), "InvalidCepHash");
 
     const cep = newCep();
-    await f.tx(f.service, "confirmPayment", [terms.orderId, cep]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, cep, f.buyer.account.address]);
     const second = await f.depositAndLock();
-    await expectRevert(f.send(f.service, "confirmPayment", [second.orderId, cep]), "CepHashAlreadyUsed", [cep]);
-    await f.tx(f.service, "confirmPayment", [second.orderId, newCep()]);
+    await expectRevert(f.send(f.service, "confirmPayment", [second.orderId, cep, f.buyer.account.address]), "CepHashAlreadyUsed", [cep]);
+    await f.tx(f.service, "confirmPayment", [second.orderId, newCep(), f.buyer.account.address]);
+  });
+
+  it("pays only the buyer it names: a release naming anyone but the lock holder reverts (NotLockHolder) and moves nothing", async () => {
+    const f = await loadFixture();
+    const terms = await f.depositAndLock();
+    const other = f.stranger.account.address;
+    const before = await balances(f, [f.buyer.account.address, other, f.escrow]);
+    for (const named of [other, f.seller.account.address, zeroAddress]) {
+      await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep(), named]), "NotLockHolder", [named, f.buyer.account.address]);
+    }
+    assert.deepEqual(await balances(f, [f.buyer.account.address, other, f.escrow]), before);
+    assert.equal((await f.getOrder(terms.orderId)).status, 2);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
+    assert.equal((await f.getOrder(terms.orderId)).status, 4);
   });
 
   it("verified payment beats the clock: works after the lock expired until expiry + REFUND_GRACE_SECONDS, exclusive", async () => {
@@ -235,12 +249,12 @@ describe("confirmPayment", () => {
     const lateExpiry = await f.read("lockExpiryOf", [late.orderId]);
     const tooLateExpiry = await f.read("lockExpiryOf", [tooLate.orderId]);
     await f.testClient.setNextBlockTimestamp({ timestamp: lateExpiry + GRACE - 1n });
-    await f.tx(f.service, "confirmPayment", [late.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [late.orderId, newCep(), f.buyer.account.address]);
     assert.equal((await f.getOrder(late.orderId)).status, 4);
     await expectRevert(f.send(f.stranger, "refundExpiredLock", [late.orderId]), "InvalidStatus", [late.orderId, 4]);
 
     await f.testClient.setNextBlockTimestamp({ timestamp: tooLateExpiry + GRACE });
-    await expectRevert(f.send(f.service, "confirmPayment", [tooLate.orderId, newCep()]), "PaymentWindowClosed", [tooLateExpiry + GRACE]);
+    await expectRevert(f.send(f.service, "confirmPayment", [tooLate.orderId, newCep(), f.buyer.account.address]), "PaymentWindowClosed", [tooLateExpiry + GRACE]);
     // Too late to confirm: the order can now be refunded by anyone, or disputed by a party.
     await f.tx(f.buyer, "openDispute", [tooLate.orderId]);
   });
@@ -266,7 +280,7 @@ describe("confirmPayment", () => {
         const payee = c.user === true ? getAddress(f.seller.account.address) : f.partner;
         const accounts = [f.buyer.account.address, payee, f.treasury, f.escrow];
         const before = await balances(f, accounts);
-        const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+        const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
         const after = await balances(f, accounts);
         assert.deepEqual(after.map((value, i) => value - (before[i] ?? 0n)), [c.buyer, 0n, 0n, -c.buyer]);
         assert.deepEqual(await credits(f, [payee, f.treasury]), [c.fee, c.treasury]);
@@ -318,7 +332,7 @@ describe("refundExpiredLock (decisions 19: the service alone during the grace pe
     assert.equal((await f.getOrder(terms.orderId)).status, 5);
     assert.equal(await f.read("lockExpiryOf", [terms.orderId]), 0n);
     await expectRevert(f.send(f.service, "refundExpiredLock", [terms.orderId]), "InvalidStatus", [terms.orderId, 5]);
-    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep()]), "InvalidStatus", [terms.orderId, 5]);
+    await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]), "InvalidStatus", [terms.orderId, 5]);
   });
 
   it("anyone may refund from expiry + REFUND_GRACE_SECONDS, not a second before", async () => {

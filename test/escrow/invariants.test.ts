@@ -75,7 +75,7 @@ type Action =
       signedByService: boolean;
     })
   | (Target & { kind: "lock"; who: number; permit: "ok" | "otherWallet" | "expired" | "forged" })
-  | (Target & { kind: "confirm"; cep: number; byService: boolean })
+  | (Target & { kind: "confirm"; cep: number; byService: boolean; otherBuyer?: boolean })
   | (Target & { kind: "refundExpiredLock"; who: number; byService: boolean })
   | { kind: "withdraw"; who: number }
   | { kind: "donate"; amount: bigint } // a plain transfer to the escrow, outside any order
@@ -83,7 +83,7 @@ type Action =
   | (Target & { kind: "expireListing"; who: number })
   | (Target & { kind: "cancel"; byService: boolean })
   | (Target & { kind: "openDispute"; party: "buyer" | "seller" | "stranger" })
-  | (Target & { kind: "resolve"; outcome: number; byArbiter: boolean })
+  | (Target & { kind: "resolve"; outcome: number; byArbiter: boolean; otherBuyer?: boolean })
   | { kind: "time"; seconds: bigint }
   | { kind: "pause"; duration: number } // the admin pauses; unpaused again `duration` actions later
   | { kind: "unpause" };
@@ -91,6 +91,8 @@ type Action =
 const pick = fc.nat({ max: 1000 });
 const valid = fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) });
 const target = { pick, valid };
+/** A release or resolution naming someone other than the lock holder (the escrow refuses it). */
+const otherBuyer = fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
 
 /** The statuses in which each action can succeed (used to pick a plausible target). */
 const plausible: Record<string, readonly Status[]> = {
@@ -152,6 +154,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
       ...target,
       cep: fc.integer({ min: 0, max: 5 }),
       byService: fc.oneof({ weight: 9, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+      otherBuyer,
     }),
   },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("refundExpiredLock" as const), ...target, who: anyone, byService: fc.boolean() }) },
@@ -175,6 +178,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
       ...target,
       outcome: fc.integer({ min: 0, max: 5 }),
       byArbiter: fc.oneof({ weight: 9, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+      otherBuyer,
     }),
   },
   {
@@ -213,6 +217,7 @@ const everyDisputeOutcome: Action[] = [
   deposit({ seller: 6, feeBps: 1000, share: 10_000 }), // slot 2
   deposit({ seller: 8, amount: 1n }), // slot 3
   { kind: "lock", ...first, who: 5, permit: "ok" }, // slot 0
+  { kind: "confirm", ...first, cep: 0, byService: true, otherBuyer: true }, // NotLockHolder on slot 0
   { kind: "confirm", ...first, cep: 0, byService: true }, // slot 0 released
   { kind: "lock", ...first, who: 4, permit: "ok" }, // slot 1
   { kind: "confirm", ...first, cep: 0, byService: true }, // CepHashAlreadyUsed
@@ -221,6 +226,7 @@ const everyDisputeOutcome: Action[] = [
   { kind: "openDispute", ...first, party: "stranger" }, // NotOrderParty
   { kind: "openDispute", ...first, party: "seller" },
   { kind: "resolve", ...first, outcome: 5, byArbiter: true }, // InvalidOutcome
+  { kind: "resolve", ...first, outcome: 0, byArbiter: true, otherBuyer: true }, // NotLockHolder
   { kind: "resolve", ...first, outcome: 0, byArbiter: true }, // slot 1 released, seller penalised
   { kind: "lock", ...first, who: 9, permit: "ok" }, // slot 2
   { kind: "openDispute", ...first, party: "buyer" },
@@ -283,6 +289,9 @@ const pullAndClock: Action[] = [
 const coverage = new Map<string, number>();
 
 const addressOf = (index: number): Address => getAddress(devAccounts[index]?.address ?? zeroAddress);
+/** The buyer a release or resolution names: the lock holder, or else the first participant who is not. */
+const namedBuyer = (o: { buyer: Address }, other = false): Address =>
+  other ? (PARTICIPANTS.map(addressOf).find((a) => a !== o.buyer) ?? zeroAddress) : o.buyer;
 const cepHash = (index: number): Hex => keccak256(toHex(`property-cep-${index}`));
 
 describe("escrow invariants under random call sequences (fast-check)", () => {
@@ -333,6 +342,8 @@ describe("escrow invariants under random call sequences (fast-check)", () => {
       "resolve/3:ok",
       "resolve/4:ok",
       "confirm:CepHashAlreadyUsed",
+      "confirm:NotLockHolder",
+      "resolve/0:NotLockHolder",
       "lock:ListingExpired",
       "refundExpiredLock:LockNotExpired",
       "deposit:OrderAlreadyExists",
@@ -545,10 +556,11 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
           break;
         }
         case "confirm":
-          send = () => f.send(action.byService ? f.service : f.stranger, "confirmPayment", [id, cepHash(action.cep)]);
+          send = () => f.send(action.byService ? f.service : f.stranger, "confirmPayment", [id, cepHash(action.cep), namedBuyer(o, action.otherBuyer)]);
           if (paused) expected = "EnforcedPause";
           else if (!action.byService) expected = "AccessControlUnauthorizedAccount";
           else if (o.status !== 2) expected = "InvalidStatus";
+          else if (action.otherBuyer) expected = "NotLockHolder";
           else if (t >= effectiveExpiry(o, t) + GRACE) expected = "PaymentWindowClosed";
           else if (usedCeps.has(action.cep)) expected = "CepHashAlreadyUsed";
           apply = () => {
@@ -588,9 +600,10 @@ async function checkSequence(f: Fixture, actions: Action[], run: number): Promis
           break;
         }
         case "resolve":
-          send = () => f.send(action.byArbiter ? f.arbiter : f.stranger, "resolveDispute", [id, action.outcome]);
+          send = () => f.send(action.byArbiter ? f.arbiter : f.stranger, "resolveDispute", [id, action.outcome, namedBuyer(o, action.otherBuyer)]);
           if (!action.byArbiter) expected = "AccessControlUnauthorizedAccount";
           else if (o.status !== 3) expected = "InvalidStatus";
+          else if (action.otherBuyer) expected = "NotLockHolder";
           else if (action.outcome > 4) expected = "InvalidOutcome";
           else if (paused && (action.outcome === 0 || action.outcome === 2)) expected = "EnforcedPause";
           apply = () => {

@@ -86,7 +86,7 @@ describe("pausing stops lock time", () => {
     // Paused from just before the deadline for a day: without the pause the window would have closed.
     await pauseBetween(f, expiry + GRACE - 5n, expiry + GRACE - 5n + 86_400n);
     await f.testClient.setNextBlockTimestamp({ timestamp: expiry + GRACE + 86_400n - 1n });
-    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
     assert.equal((await f.getOrder(terms.orderId)).status, 4);
   });
 
@@ -111,7 +111,7 @@ describe("pausing stops lock time", () => {
     const now = await f.now();
     await pauseBetween(f, now + 10n, now + 510n);
     assert.equal(await f.read("pausedTotal", []), 500n);
-    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY]);
+    const receipt = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
     const retriedAt = await blockTime(f, receipt);
     assertEvent(escrowEvents(receipt, f.escrow)[0], "DisputeResolved", { orderId: terms.orderId, outcome: 4, newLockExpiresAt: retriedAt + 1000n });
     const order = await f.getOrder(terms.orderId);
@@ -129,7 +129,7 @@ describe("pausing stops lock time", () => {
     const pauseReceipt = await f.tx(f.admin, "pause", []);
     const pausedAt = await blockTime(f, pauseReceipt);
     await f.testClient.setNextBlockTimestamp({ timestamp: pausedAt + 200n });
-    const retry = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY]);
+    const retry = await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_RETRY, f.buyer.account.address]);
     assert.equal(await blockTime(f, retry), pausedAt + 200n);
     assert.equal((await f.getOrder(terms.orderId)).pausedTotalAtLock, 200n);
     await f.testClient.setNextBlockTimestamp({ timestamp: pausedAt + 700n });

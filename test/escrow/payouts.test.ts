@@ -27,7 +27,7 @@ describe("pull payments of fee shares", () => {
     const terms = await f.depositAndLock({ token, amount: 100n * USDC, feeBps: 1000, treasuryShareBps: 3000 });
     await blacklist(f, token, f.partner);
     await blacklist(f, token, f.treasury);
-    const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+    const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
     assert.equal(escrowEvents(receipt, f.escrow)[0]?.eventName, "Released");
     assert.equal(await f.balanceOf(f.buyer.account.address, token), 90n * USDC);
     assert.equal(await f.read("accrued", [f.partner, token]), 7n * USDC);
@@ -47,7 +47,7 @@ describe("pull payments of fee shares", () => {
     const terms = await f.depositAndLock({ token, amount: 50n * USDC, feeBps: 200, treasuryShareBps: 5000, feeRecipient: zeroAddress });
     await f.tx(f.buyer, "openDispute", [terms.orderId]);
     await blacklist(f, token, f.seller.account.address);
-    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER]);
+    await f.tx(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER, f.buyer.account.address]);
     assert.equal(await f.balanceOf(f.buyer.account.address, token), 49n * USDC);
     assert.equal(await f.read("accrued", [f.seller.account.address, token]), 500_000n);
     assert.equal(await f.read("accrued", [f.treasury, token]), 500_000n);
@@ -57,8 +57,8 @@ describe("pull payments of fee shares", () => {
     const f = await loadFixture();
     const a = await f.depositAndLock({ amount: 100n * USDC, feeBps: 100, treasuryShareBps: 3000 });
     const b = await f.depositAndLock({ amount: 200n * USDC, feeBps: 100, treasuryShareBps: 3000 });
-    await f.tx(f.service, "confirmPayment", [a.orderId, newCep()]);
-    await f.tx(f.service, "confirmPayment", [b.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [a.orderId, newCep(), f.buyer.account.address]);
+    await f.tx(f.service, "confirmPayment", [b.orderId, newCep(), f.buyer.account.address]);
     // Partner: 0.7 + 1.4 USDC; treasury 0.3 + 0.6 USDC.
     assert.equal(await f.read("accrued", [f.partner, f.usdc]), 2_100_000n);
     assert.equal(await f.read("totalAccrued", [f.usdc]), 3n * USDC);
@@ -80,7 +80,7 @@ describe("pull payments of fee shares", () => {
   it("withdraw is blocked while paused and works again after", async () => {
     const f = await loadFixture();
     const terms = await f.depositAndLock({ feeBps: 100, treasuryShareBps: 0 });
-    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
     await f.tx(f.admin, "pause", []);
     await expectRevert(f.send(f.wallet(7), "withdraw", [f.usdc]), "EnforcedPause");
     await f.tx(f.admin, "unpause", []);
@@ -91,11 +91,11 @@ describe("pull payments of fee shares", () => {
   it("a credit stays with the treasury it was credited to after setTreasury", async () => {
     const f = await loadFixture();
     const terms = await f.depositAndLock({ feeBps: 1000, treasuryShareBps: 10_000 });
-    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
     const next = getAddress(f.wallet(9).account.address);
     await f.tx(f.admin, "setTreasury", [next]);
     const later = await f.depositAndLock({ feeBps: 1000, treasuryShareBps: 10_000 });
-    await f.tx(f.service, "confirmPayment", [later.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [later.orderId, newCep(), f.buyer.account.address]);
     assert.equal(await f.read("accrued", [f.treasury, f.usdc]), 10n * USDC);
     assert.equal(await f.read("accrued", [next, f.usdc]), 10n * USDC);
   });
@@ -103,7 +103,7 @@ describe("pull payments of fee shares", () => {
   it("a partner without a fee wallet: the terms name the treasury, which is credited the whole fee", async () => {
     const f = await loadFixture();
     const terms = await f.depositAndLock({ amount: 100n * USDC, feeBps: 300, treasuryShareBps: 2000, feeRecipient: f.treasury });
-    const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, newCep()]);
+    const receipt = await f.tx(f.service, "confirmPayment", [terms.orderId, newCep(), f.buyer.account.address]);
     const event = escrowEvents(receipt, f.escrow)[0];
     assert.ok(event?.eventName === "Released");
     // The partner's part (2.4 USDC, owed to it off-chain) and the service's share (0.6) both to the treasury.
@@ -117,7 +117,7 @@ describe("recoverTokens (stray tokens only)", () => {
     const f = await loadFixture();
     const open = await f.depositAndLock({ amount: 40n * USDC, feeBps: 0 });
     const released = await f.depositAndLock({ amount: 100n * USDC, feeBps: 1000, treasuryShareBps: 3000 });
-    await f.tx(f.service, "confirmPayment", [released.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [released.orderId, newCep(), f.buyer.account.address]);
     // Escrow: 40 (open order) + 10 (credited fee shares); then 5 USDC arrive by plain transfer.
     await f.fund(f.stranger.account.address, 5n * USDC);
     await f.mined(f.stranger.writeContract({ address: f.usdc, abi: testUsdcAbi, functionName: "transfer", args: [f.escrow, 5n * USDC] }));
@@ -138,7 +138,7 @@ describe("recoverTokens (stray tokens only)", () => {
     await expectRevert(f.send(f.admin, "recoverTokens", [f.usdc, to, 1n]), "InsufficientStray", [0n]);
 
     // Every owed unit is still there: the open order completes and the credits withdraw.
-    await f.tx(f.service, "confirmPayment", [open.orderId, newCep()]);
+    await f.tx(f.service, "confirmPayment", [open.orderId, newCep(), f.buyer.account.address]);
     await f.tx(f.wallet(7), "withdraw", [f.usdc]);
     await f.tx(f.wallet(3), "withdraw", [f.usdc]);
     assert.equal(await f.balanceOf(f.escrow), 0n);

@@ -39,14 +39,14 @@ describe("reentrancy guard", () => {
     await f.travel(terms.lockWindow);
     for (const data of [
       encodeFunctionData({ abi: escrowAbi, functionName: "refundExpiredLock", args: [terms.orderId] }),
-      encodeFunctionData({ abi: escrowAbi, functionName: "confirmPayment", args: [terms.orderId, keccak256(toHex("other"))] }),
+      encodeFunctionData({ abi: escrowAbi, functionName: "confirmPayment", args: [terms.orderId, keccak256(toHex("other")), f.buyer.account.address] }),
       encodeFunctionData({ abi: escrowAbi, functionName: "openDispute", args: [terms.orderId] }),
     ]) {
       await arm(f.escrow, data);
-      await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, cep]), "ReentrancyGuardReentrantCall");
+      await expectRevert(f.send(f.service, "confirmPayment", [terms.orderId, cep, f.buyer.account.address]), "ReentrancyGuardReentrantCall");
     }
     await disarm();
-    await f.tx(f.service, "confirmPayment", [terms.orderId, cep]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, cep, f.buyer.account.address]);
     assert.equal((await f.getOrder(terms.orderId)).status, 4);
     // What stays is exactly the fee credited to the partner and the treasury, to withdraw.
     assert.equal(await f.balanceOf(f.escrow, token), 100n);
@@ -69,15 +69,15 @@ describe("reentrancy guard", () => {
     const { f, token, arm } = await setup();
     const terms = await lockedOrder(f, token);
     await f.tx(f.buyer, "openDispute", [terms.orderId]);
-    await arm(f.escrow, encodeFunctionData({ abi: escrowAbi, functionName: "resolveDispute", args: [terms.orderId, disputeOutcome.SELLER] }));
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER]), "ReentrancyGuardReentrantCall");
-    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_REFUND]), "ReentrancyGuardReentrantCall");
+    await arm(f.escrow, encodeFunctionData({ abi: escrowAbi, functionName: "resolveDispute", args: [terms.orderId, disputeOutcome.SELLER, f.buyer.account.address] }));
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.BUYER, f.buyer.account.address]), "ReentrancyGuardReentrantCall");
+    await expectRevert(f.send(f.arbiter, "resolveDispute", [terms.orderId, disputeOutcome.NO_FAULT_REFUND, f.buyer.account.address]), "ReentrancyGuardReentrantCall");
   });
 
   it("withdraw and recoverTokens: re-entering from the payout is stopped", async () => {
     const { f, token, arm, disarm } = await setup();
     const terms = await lockedOrder(f, token);
-    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("reentrancy-withdraw"))]);
+    await f.tx(f.service, "confirmPayment", [terms.orderId, keccak256(toHex("reentrancy-withdraw")), f.buyer.account.address]);
     const treasury = f.wallet(3);
     // The treasury's credit (50 units) re-entered to be withdrawn twice, and a stray-token recovery.
     await arm(f.escrow, encodeFunctionData({ abi: escrowAbi, functionName: "withdraw", args: [token] }));

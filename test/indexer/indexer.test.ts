@@ -399,7 +399,7 @@ describe("escrow indexer", () => {
     orders.released = released.orderId;
     await lock(released.orderId);
     const cepHash = keccak256(toHex("cep-indexer-test"));
-    await send(service, "escrow", "confirmPayment", [released.orderId, cepHash]);
+    await send(service, "escrow", "confirmPayment", [released.orderId, cepHash, buyer.account.address]);
 
     // Refunded after the lock expired.
     const expired = await deposit(5n * USDC, 0);
@@ -415,7 +415,7 @@ describe("escrow indexer", () => {
     orders.disputed = disputed.orderId;
     await lock(disputed.orderId);
     await send(buyer, "escrow", "openDispute", [disputed.orderId]);
-    await send(arbiter, "escrow", "resolveDispute", [disputed.orderId, disputeOutcome.SELLER]);
+    await send(arbiter, "escrow", "resolveDispute", [disputed.orderId, disputeOutcome.SELLER, buyer.account.address]);
 
     // Pause switch (the unpause also reports the paused time every lock got back).
     await send(admin, "escrow", "pause", []);

@@ -49,6 +49,15 @@ interface TransactionRow {
   buyer_wallet: string | null;
 }
 
+/**
+ * Whether the escrow, in the status the row's action needs, is locked by another buyer than the order's:
+ * a release or a resolution is then refused by the escrow (it names the order's buyer: NotLockHolder).
+ */
+function lockedByAnotherBuyer(row: Pick<TransactionRow, "action" | "buyer_wallet">, escrow: { status: EscrowStatus; buyer: Address }): boolean {
+  const { requires, buyers } = ACTIONS[row.action];
+  return buyers && escrow.status === requires && escrow.buyer.toLowerCase() !== row.buyer_wallet?.toLowerCase();
+}
+
 /** Where a request stands after a step: SENT is broadcast and not mined yet (look again later). */
 export type SendOutcome = "SENT" | "MINED" | "REVERTED" | "SKIPPED";
 
@@ -361,11 +370,9 @@ export function createTransactionSender(deps: {
   const behindAt = async (row: TransactionRow, block: bigint): Promise<string | undefined> => {
     const awaited = await awaitedOrphanedEvent(row.order_id, block);
     if (awaited) return `the chain has the order's ${awaited} again`;
-    const { requires, buyers } = ACTIONS[row.action];
-    if (!buyers) return undefined;
+    if (!ACTIONS[row.action].buyers) return undefined;
     const escrow = await gateway.escrowOrder(row.escrow_order_id, block);
-    if (escrow.status === requires && escrow.buyer.toLowerCase() !== row.buyer_wallet?.toLowerCase()) return `the escrow is no longer locked by ${escrow.buyer}, another buyer`;
-    return undefined;
+    return lockedByAnotherBuyer(row, escrow) ? `the escrow is no longer locked by ${escrow.buyer}, another buyer` : undefined;
   };
 
   /**
@@ -405,8 +412,8 @@ export function createTransactionSender(deps: {
       client.getTransactionCount({ address: account.address, blockTag: "pending" }),
     ]);
     const { status } = escrow;
-    const { requires, buyers } = ACTIONS[row.action];
-    if (buyers && status === requires && escrow.buyer.toLowerCase() !== row.buyer_wallet?.toLowerCase()) {
+    const { requires } = ACTIONS[row.action];
+    if (lockedByAnotherBuyer(row, escrow)) {
       // Another buyer's lock: a reorganisation removed the order's, and someone else locked the escrow
       // before it was mined again. The escrow would refuse the call (it names the order's buyer: NotLockHolder,
       // which also guards bytes signed earlier and sent again); the chain has to move on (that lock

@@ -5,15 +5,13 @@ import type { Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { AppState } from "./context.ts";
-import { errorResponses } from "./errors.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { idempotency } from "./middleware/idempotency.ts";
 import { httpMetrics } from "./middleware/metrics.ts";
 import { partnerAuth } from "./middleware/partner-auth.ts";
-import { linearQuery } from "./middleware/linear-query.ts";
 import type { RateLimits } from "./middleware/rate-limit.ts";
 import type { PartnerCredentials } from "../partners/credential-cache.ts";
-import { requestContext } from "./middleware/request-context.ts";
+import { requestLifecycle } from "./middleware/request-lifecycle.ts";
 import { buildOpenApiDocument, docsRoutes } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { createRouter } from "./router.ts";
@@ -73,10 +71,7 @@ export function createApp(deps: AppDependencies): { app: Koa<AppState>; groups: 
   app.silent = true;
 
   const metrics = httpMetrics();
-  app.use(requestContext(logger));
-  app.use(metrics.middleware);
-  app.use(errorResponses());
-  app.use(linearQuery());
+  app.use(requestLifecycle({ logger, metrics }));
 
   // Authentication and rate limits are the groups' own guards: they run before the body is read, so the
   // route itself, body included, is checked last (decisions section 3), and every /api/v1 answer is counted.

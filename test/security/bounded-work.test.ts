@@ -15,7 +15,7 @@ import Koa from "koa";
 import { parseSiweMessage } from "viem/siwe";
 import { loadConfig } from "../../src/config.ts";
 import type { AppState } from "../../src/http/context.ts";
-import { linearQuery } from "../../src/http/middleware/linear-query.ts";
+import { useLinearQuery } from "../../src/http/middleware/linear-query.ts";
 import { bodyValidator } from "../../src/http/schema.ts";
 import { createLogger, MAX_LOGGED_CHARS, redactText } from "../../src/logger.ts";
 import { startService, type RunningService } from "../../src/main.ts";
@@ -261,8 +261,8 @@ test("a request Node cannot parse answers 400 VALIDATION_ERROR in the spec's sha
 test("the one-pass query parse gives ctx.query exactly as Koa's own parse does", async () => {
   const koaParse = (createRequire(import.meta.url)("koa/lib/search-params.js") as { parse: (text: string) => Record<string, unknown> }).parse;
   const app = new Koa<AppState>();
-  app.use(linearQuery());
   app.use((ctx) => {
+    useLinearQuery(ctx);
     ctx.body = { query: ctx.query, keys: Object.keys(ctx.query), own: Object.hasOwn(ctx.query, "__proto__") };
   });
   const server = app.listen(0, "127.0.0.1");

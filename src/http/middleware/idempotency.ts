@@ -135,7 +135,7 @@ export function idempotency(sessions: Pool, pool: Pool): Koa.Middleware<AppState
         if (status >= 500) await session.query("ROLLBACK").catch((rollback: Error) => (lost = rollback));
         else {
           const { code, message } = error as { code?: string; message?: string };
-          // The body errorResponses() will send for it (http/errors.ts), serialised as Koa serialises it.
+          // The body answerError() will send for it (http/errors.ts), serialised as Koa serialises it.
           await keep(status, JSON.stringify({ error: code, message }));
         }
         throw error;

@@ -23,17 +23,15 @@ function parseQuery(text: string): Record<string, string | string[]> {
 
 /**
  * Puts the linear parse where Koa's `ctx.query` looks first, its per-request cache (`_querycache`, keyed
- * by the query string), so nothing downstream ever runs Koa's own parse. test/security/bounded-work.test.ts
- * sends 16,000 parameters: it fails if a Koa upgrade stops reading this cache.
+ * by the query string), so nothing downstream ever runs Koa's own parse. Called before any middleware
+ * reads the query. test/security/bounded-work.test.ts sends 16,000 parameters: it fails if a Koa upgrade
+ * stops reading this cache.
  */
-export function linearQuery(): Koa.Middleware<AppState> {
-  return async (ctx, next) => {
-    const text = ctx.querystring;
-    if (text) {
-      const cache = Object.create(null) as Record<string, unknown>;
-      cache[text] = parseQuery(text);
-      (ctx.request as unknown as { _querycache: Record<string, unknown> })._querycache = cache;
-    }
-    await next();
-  };
+export function useLinearQuery(ctx: Koa.ParameterizedContext<AppState>): void {
+  const text = ctx.querystring;
+  if (text) {
+    const cache = Object.create(null) as Record<string, unknown>;
+    cache[text] = parseQuery(text);
+    (ctx.request as unknown as { _querycache: Record<string, unknown> })._querycache = cache;
+  }
 }

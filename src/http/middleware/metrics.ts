@@ -4,7 +4,8 @@ import type { AppState } from "../context.ts";
 
 export interface HttpMetrics {
   registry: Registry;
-  middleware: Koa.Middleware<AppState>;
+  /** Counts a finished request under its route template (`_matchedRoute`, set by the router) and status. */
+  record(ctx: Koa.ParameterizedContext<AppState>, seconds: number): void;
 }
 
 /** Prometheus request counts and latencies by route template (never the raw path) and status. */
@@ -37,15 +38,10 @@ export function httpMetrics(): HttpMetrics {
     }
     return pair;
   };
-  const middleware: Koa.Middleware<AppState> = async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      const pair = childrenOf(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched", ctx.status);
-      pair.count.inc();
-      pair.observe.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    }
+  const record: HttpMetrics["record"] = (ctx, seconds) => {
+    const pair = childrenOf(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched", ctx.status);
+    pair.count.inc();
+    pair.observe.observe(seconds);
   };
-  return { registry, middleware };
+  return { registry, record };
 }

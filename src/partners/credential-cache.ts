@@ -14,8 +14,11 @@ export const CREDENTIAL_TTL_MS = 5_000;
 const LISTENER_RETRY_MS = 1_000;
 
 export interface PartnerCredentials {
-  /** The partner holding the key of this hash, from memory when known; undefined for an unknown key. */
-  find(keyHash: Buffer): Promise<PartnerWithSecrets | undefined>;
+  /**
+   * The partner holding the key of this hash, undefined for an unknown key: at once when it is in memory
+   * (no promise to wait for on the partner API's every request), else once read.
+   */
+  find(keyHash: Buffer): PartnerWithSecrets | undefined | Promise<PartnerWithSecrets | undefined>;
   /** Drops what is cached of a partner: called by this instance's writers right after a change commits. */
   forget(partnerId: string): void;
   /** Resolves once the listener is listening (or has failed once and is retrying). */
@@ -126,7 +129,7 @@ export function createPartnerCredentials(options: PartnerCredentialOptions): Par
   void listen();
 
   return {
-    async find(keyHash) {
+    find(keyHash) {
       const key = keyHash.toString("hex");
       const entry = byKey.get(key);
       if (entry && now() - entry.loadedAt < ttlMs) return entry.partner;

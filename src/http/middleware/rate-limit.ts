@@ -105,8 +105,11 @@ interface WindowState {
 }
 
 export interface RateLimits {
-  /** Counts a request in its bucket's window and decides on it (partner and per-address API windows). */
-  count(bucket: string, limit: number): Promise<RateLimitWindow>;
+  /**
+   * Counts a request in its bucket's window and decides on it (partner and per-address API windows): at
+   * once when this instance can decide alone, else once the count has reached the shared window.
+   */
+  count(bucket: string, limit: number): RateLimitWindow | Promise<RateLimitWindow>;
   /** What a bucket's current window holds, every instance's flushed counts and this one's included, without counting. */
   usage(bucket: string, limit: number): Promise<{ used: number; limit: number; resetAt: number }>;
   /** Sends every unflushed count now (also done every FLUSH_INTERVAL_MS). */
@@ -233,7 +236,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
   timer.unref();
 
   return {
-    async count(bucket, limit) {
+    count(bucket, limit) {
       const now = clock.now();
       const windowStart = windowStartOf(now);
       const state = stateOf(bucket, windowStart);
@@ -244,7 +247,7 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
       const position = state.pending;
       const counted = new Promise<number>((resolve, reject) => state.waiters.push({ position, resolve, reject }));
       flushSoon(state);
-      return windowOf(await counted, limit, windowStart, now);
+      return counted.then((count) => windowOf(count, limit, windowStart, now));
     },
 
     async usage(bucket, limit) {

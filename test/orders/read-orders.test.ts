@@ -46,6 +46,24 @@ describe("GET /orders", () => {
     assert.equal(newest.completedAt, null);
   });
 
+  test("a list item's timestamps are its detail's, to the millisecond, whatever their microseconds", async () => {
+    const id = created[0]!;
+    const { rows: [kept] } = await service.pool.query("SELECT created_at, expires_at, completed_at FROM orders WHERE id = $1", [id]);
+    await service.pool.query(
+      "UPDATE orders SET created_at = '2026-03-04 05:06:07.123999+00', expires_at = '2026-12-31 23:59:59.999999+00', completed_at = '2026-06-01 12:00:00.000500+00' WHERE id = $1",
+      [id],
+    );
+    try {
+      const list = await service.api<{ orders: Json[] }>("GET", "/orders?limit=100", { key });
+      const item = list.body.orders.find((order) => order.id === id)!;
+      const detail = await service.api<Json>("GET", `/orders/${id}`, { key });
+      assert.deepEqual([item.createdAt, item.expiresAt, item.completedAt], ["2026-03-04T05:06:07.123Z", "2026-12-31T23:59:59.999Z", "2026-06-01T12:00:00.000Z"]);
+      assert.deepEqual([item.createdAt, item.expiresAt, item.completedAt], [detail.body.createdAt, detail.body.expiresAt, detail.body.completedAt]);
+    } finally {
+      await service.pool.query("UPDATE orders SET created_at = $2, expires_at = $3, completed_at = $4 WHERE id = $1", [id, kept.created_at, kept.expires_at, kept.completed_at]);
+    }
+  });
+
   test("filters by partnerUserRef and status", async () => {
     const byUser = await service.api<{ orders: Json[]; total: number }>("GET", "/orders?partnerUserRef=alice", { key });
     assert.equal(byUser.body.total, 2);

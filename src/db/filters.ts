@@ -15,6 +15,14 @@ export function whereEqual(filters: [column: string, value: unknown][]): { where
   return { where: conditions.length ? `WHERE ${conditions.join(" AND ")}` : "", values };
 }
 
+/**
+ * A timestamp column as the API writes it, computed by PostgreSQL: `toISOString`'s form, the microseconds
+ * truncated to milliseconds as the driver's parse into a `Date` does. A list reads its page's timestamps
+ * this way: parsed into `Date`s and written back as text they were about 8% of `GET /orders`'s CPU
+ * (docs/benchmarks.md, figure 10).
+ */
+export const isoTimestampText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 /** The largest page a list serves: the pagination schema's `limit` maximum (src/http/schema.ts). */
 export const MAX_PAGE_LIMIT = 100;
 

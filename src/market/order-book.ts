@@ -3,7 +3,7 @@ import { indexerTablesMissing, reputationSql } from "../sync/indexer-tables.ts";
 import { prepared, type Queryable } from "../db/pool.ts";
 import { toJsonNumber } from "../domain/money.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
-import { pageOf } from "../db/filters.ts";
+import { isoTimestampText, pageOf } from "../db/filters.ts";
 
 // The order book (decisions 17), public: ACTIVE orders of every partner whose listing has not expired,
 // cheapest for the buyer first, that is by what the buyer pays per token it receives (totalMxn over
@@ -31,7 +31,8 @@ interface BookRow {
   total_mxn: string;
   price_per_unit: string;
   bank_code: string;
-  expires_at: Date;
+  /** ISO text (isoTimestampText). */
+  expires_at: string;
   seller_reputation: string;
 }
 
@@ -91,7 +92,7 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
       prepared(
         `SELECT p.*, ${schema ? "coalesce(r.score, 0)" : "0::numeric"} AS seller_reputation
            FROM (SELECT escrow_order_id, token, amount_usdc, receive_amount(amount_usdc, fee_bps) AS receive_amount, total_mxn, ${pricePerUnitColumn("orders")},
-                        bank_code, expires_at, seller_wallet, (total_mxn / receive_amount(amount_usdc, fee_bps)) AS book_price, id
+                        bank_code, ${isoTimestampText("expires_at")} AS expires_at, seller_wallet, (total_mxn / receive_amount(amount_usdc, fee_bps)) AS book_price, id
                    FROM orders ${where}
                   ORDER BY (total_mxn / receive_amount(amount_usdc, fee_bps)), id LIMIT $${values.length + 1} OFFSET $${values.length + 2}) p
            ${schema ? `LEFT JOIN LATERAL (${reputationSql(schema, "lower(p.seller_wallet)")}) r ON true` : ""}
@@ -120,7 +121,7 @@ export async function orderBook(db: Queryable, indexerSchema: string | undefined
       pricePerUnit: toJsonNumber(row.price_per_unit),
       bankName: findParticipantByClabePrefix(row.bank_code)?.name ?? row.bank_code,
       bankCode: row.bank_code,
-      listingExpiresAt: row.expires_at.toISOString(),
+      listingExpiresAt: row.expires_at,
       sellerReputation: Number(row.seller_reputation),
     })),
     total,

@@ -1,4 +1,4 @@
-import { MAX_PAGE_LIMIT, readPageWithTotal, whereEqual, type Statement } from "../db/filters.ts";
+import { isoTimestampText, MAX_PAGE_LIMIT, readPageWithTotal, whereEqual, type Statement } from "../db/filters.ts";
 import { prepared, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
 import { money, toCents, toJsonNumber } from "../domain/money.ts";
@@ -104,12 +104,6 @@ type OrderListRow = Omit<Pick<OrderRow, (typeof LIST_COLUMNS)[number] | "partner
   expires_at: Date | string;
 };
 
-/**
- * A timestamp as the API writes it, computed by PostgreSQL: `toISOString`'s form, with the microseconds
- * truncated to milliseconds as the driver's own parse into a `Date` does. A page's 60 timestamps were
- * parsed into `Date`s and written back as text, about 8% of `GET /orders`'s CPU (docs/benchmarks.md, figure 10).
- */
-const isoText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const isoOf = (value: Date | string) => (typeof value === "string" ? value : value.toISOString());
 
 export function orderListItem(row: OrderListRow) {
@@ -287,7 +281,7 @@ export function orderPageQuery(filters: OrderFilters): Statement {
     ["u.partner_id", filters.partnerUserRef !== undefined ? (filters.partnerId ?? undefined) : undefined],
     ["u.partner_user_ref", filters.partnerUserRef],
   ]);
-  const columns = LIST_COLUMNS.map((column) => (LIST_TIMESTAMPS.includes(column) ? `${isoText(`o.${column}`)} AS ${column}` : `o.${column}`));
+  const columns = LIST_COLUMNS.map((column) => (LIST_TIMESTAMPS.includes(column) ? `${isoTimestampText(`o.${column}`)} AS ${column}` : `o.${column}`));
   // The order is by the column (`o.created_at`), not by the text of the same name in the select list.
   const select = `SELECT ${columns.join(", ")}, u.partner_user_ref, ${pricePerUnitColumn("o")} FROM orders o JOIN users u ON u.id = o.user_id ${where} ORDER BY o.created_at DESC, o.id DESC`;
   if (filters.offset === 0 && Number.isInteger(filters.limit) && filters.limit >= 1 && filters.limit <= MAX_PAGE_LIMIT) {

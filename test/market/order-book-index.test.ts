@@ -227,3 +227,13 @@ test("a session plans the book's page and its total once, not at every request",
     session.release();
   }
 });
+
+test("a listing's expiry is its row's, as ISO text to the millisecond", async () => {
+  const page = await orderBook(service.pool, undefined, { limit: 20, offset: 0 });
+  assert.ok(page.orders.length > 0);
+  const { rows } = await service.pool.query<{ escrow_order_id: string; expires_at: Date }>("SELECT escrow_order_id, expires_at FROM orders WHERE escrow_order_id = ANY($1)", [
+    page.orders.map((order) => order.escrowOrderId),
+  ]);
+  const expiry = new Map(rows.map((row) => [row.escrow_order_id, row.expires_at.toISOString()]));
+  for (const order of page.orders) assert.equal(order.listingExpiresAt, expiry.get(order.escrowOrderId));
+});

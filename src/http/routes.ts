@@ -1,3 +1,4 @@
+import type { Layer } from "@koa/router";
 import type Router from "@koa/router";
 import type Koa from "koa";
 import compose from "koa-compose";
@@ -81,7 +82,7 @@ export class RouteGroup {
   private readonly idempotency: Koa.Middleware<AppState> | undefined;
   private readonly fallback: Router<AppState>;
   /** Each route without parameters, by `METHOD path`, with its own middleware chain composed once. */
-  private readonly fixedRoutes: { method: string; path: string; chain: Koa.Middleware<AppState> }[] = [];
+  private readonly fixedRoutes: { layer: Layer; path: string; chain: Koa.Middleware<AppState> }[] = [];
 
   constructor(options: { prefix: string; security: Security; guards: Koa.Middleware<AppState>[]; idempotency?: Koa.Middleware<AppState> }) {
     this.prefix = options.prefix;
@@ -108,10 +109,9 @@ export class RouteGroup {
     const routes = this.router.routes() as Koa.Middleware<AppState>;
     const fallback = this.fallback.routes() as Koa.Middleware<AppState>;
     const fixed = new Map<string, Koa.Middleware<AppState>>();
-    for (const route of this.fixedRoutes) {
-      const layer = this.router.stack.find((candidate) => candidate.path === route.path && candidate.methods.includes(route.method));
-      for (const method of layer?.methods ?? []) {
-        if (this.router.match(route.path, method).pathAndMethod[0] === layer && !fixed.has(`${method} ${route.path}`)) fixed.set(`${method} ${route.path}`, route.chain);
+    for (const { layer, path, chain } of this.fixedRoutes) {
+      for (const method of layer.methods) {
+        if (this.router.match(path, method).pathAndMethod[0] === layer && !fixed.has(`${method} ${path}`)) fixed.set(`${method} ${path}`, chain);
       }
     }
     return (ctx, next) => {
@@ -153,7 +153,8 @@ export class RouteGroup {
         ctx.routerPath = ctx._matchedRoute = path;
         return next();
       };
-      this.fixedRoutes.push({ method: spec.method.toUpperCase(), path, chain: compose([matched, ...middleware, run as Koa.Middleware<AppState>]) });
+      // The layer the router just made for this route (its methods, HEAD with GET).
+      this.fixedRoutes.push({ layer: this.router.stack.at(-1)!, path, chain: compose([matched, ...middleware, run as Koa.Middleware<AppState>]) });
     }
     return this;
   }

@@ -113,6 +113,7 @@ export function createEscrowReconciliation(options: {
             const row = { ...event, block_timestamp: (await chain.blockTimestamp(event.block_hash)).toString() };
             if (!(await apply(row))) continue;
             applied++;
+            recovered++; // counted as it is committed: the pass may yet fail, the event stays applied
             logger.warn(
               { escrowOrderId: row.order_id, chainEvent: row.event_name, block: row.block_number, txHash: row.transaction_hash },
               "escrow event applied from the chain: the indexer had not delivered it",
@@ -132,7 +133,6 @@ export function createEscrowReconciliation(options: {
       await client.query("ROLLBACK").catch(() => undefined); // after COMMIT a no-op; else ends the lock's transaction
       client.release();
     }
-    recovered += applied;
     return applied;
   }
 

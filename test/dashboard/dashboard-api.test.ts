@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { FAILURE_WINDOW_SECONDS } from "../../src/dashboard/sessions.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
 import { assertError, assertStatus, ISO_MILLIS, midMinute } from "../support/assertions.ts";
 import type { TestService } from "../support/service.ts";
@@ -22,10 +23,15 @@ let owner: Awaited<ReturnType<typeof memberOf>>;
 let developer: Awaited<ReturnType<typeof memberOf>>;
 let viewer: Awaited<ReturnType<typeof memberOf>>;
 
-/** Runs `work` with sign-in throttling counted in a window of its own (15-minute windows are shared by the whole file otherwise). */
+/**
+ * Runs `work` with sign-in throttling counted in a window of its own (15-minute windows are shared by the
+ * whole file otherwise). The shifted clock starts a second into that window, so the work cannot cross
+ * into the next one as the real clock runs.
+ */
 async function inOwnThrottleWindow<T>(work: () => Promise<T>): Promise<T> {
-  const offset = (Math.floor(Math.random() * 1e6) + 10) * 15 * 60_000;
-  shiftMs = offset;
+  const windowMs = FAILURE_WINDOW_SECONDS * 1000;
+  const windowStart = (Math.floor(Date.now() / windowMs) + Math.floor(Math.random() * 1e6) + 10) * windowMs;
+  shiftMs = windowStart + 1000 - Date.now();
   try {
     return await work();
   } finally {

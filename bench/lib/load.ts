@@ -25,18 +25,19 @@ export interface HammerOptions {
   /** Run autocannon in its own process (its CLI), so it does not share the event loop of the server it loads. */
   inChildProcess?: boolean;
   /**
-   * Each request from a client address of its own (an `X-Forwarded-For` from the benchmarking range
-   * 198.18.0.0/15, RFC 2544), as a public route is read by many visitors: the service must trust one
-   * proxy (the bench stack's `TRUST_PROXY=1`), so per-address limits see many clients, not one.
+   * Requests from many client addresses (an `X-Forwarded-For` from the benchmarking range 198.18.0.0/15,
+   * RFC 2544), as a public route is read by many visitors: each address sends this many requests in a
+   * row, then the next address takes over (1: every request from an address never seen before). The
+   * service must trust one proxy (the bench stack's `TRUST_PROXY=1`), so per-address limits see many
+   * clients, not one.
    */
-  manyClients?: boolean;
+  requestsPerClient?: number;
 }
 
-/** The next address of the benchmarking range 198.18.0.0/15, one per request. */
-let clientCounter = 0;
-function nextClientAddress(): string {
-  clientCounter = (clientCounter + 1) % (2 ** 17 - 2);
-  const n = clientCounter + 1;
+/** Addresses of the benchmarking range 198.18.0.0/15, each given to `requestsPerClient` requests in a row. */
+let clientRequests = 0;
+function clientAddress(requestsPerClient: number): string {
+  const n = (Math.floor(clientRequests++ / requestsPerClient) % (2 ** 17 - 2)) + 1;
   return `198.${18 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
 }
 
@@ -100,6 +101,8 @@ async function requireAllAnswered(options: HammerOptions, result: autocannon.Res
 const autocannonCli = createRequire(import.meta.url).resolve("autocannon/autocannon.js");
 
 async function once(options: HammerOptions, seconds: number): Promise<autocannon.Result> {
+  const perClient = options.requestsPerClient;
+  if (perClient !== undefined && options.inChildProcess) throw new Error("requestsPerClient needs the in-process autocannon");
   if (options.inChildProcess) {
     const args = [autocannonCli, "--json", "--no-progress", "-c", String(options.connections), "-d", String(seconds), "-t", "10", "-m", options.method ?? "GET"];
     for (const [name, value] of Object.entries(options.headers ?? {})) args.push("-H", `${name}=${value}`);
@@ -108,12 +111,11 @@ async function once(options: HammerOptions, seconds: number): Promise<autocannon
     const { stdout } = await promisify(execFile)(process.execPath, [...args, options.url], { maxBuffer: 16 * 2 ** 20, timeout: (seconds + 60) * 1000 });
     return JSON.parse(stdout) as autocannon.Result;
   }
-  if (options.manyClients && options.inChildProcess) throw new Error("manyClients needs the in-process autocannon");
   return autocannon({
     url: options.url,
     method: options.method ?? "GET",
     headers: options.headers ?? {},
-    ...(options.manyClients ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, "x-forwarded-for": nextClientAddress() } }) }] } : {}),
+    ...(perClient !== undefined ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, "x-forwarded-for": clientAddress(perClient) } }) }] } : {}),
     ...(options.body !== undefined ? { body: options.body } : {}),
     connections: options.connections,
     duration: seconds,

@@ -61,7 +61,7 @@ export const BENCH_REQUESTS_PER_MINUTE = 100_000_000;
  * the orders created after it into the chain's past.
  */
 // TRUST_PROXY=1: the public order book is read by many visitors, each with its own per-address budget;
-// the book's figure sends each request with its own X-Forwarded-For (load.ts `manyClients`).
+// the book's figure sends its requests from many X-Forwarded-For addresses (load.ts `requestsPerClient`).
 const SERVICE_ENV = { DEPOSIT_TIMEOUT_SECONDS: "86400", TRUST_PROXY: "1" };
 
 async function call<T>(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: T }> {

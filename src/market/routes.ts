@@ -15,7 +15,7 @@ import { paymentReportBody } from "../payments/routes.ts";
 import { closeSession, currentBuyer, issueChallenge, openSession, type SignInDeps } from "./auth.ts";
 import { buyerStanding, buyerView, ensureBuyer, type BuyerPolicy } from "./buyers.ts";
 import { startBuyerKycSession } from "./kyc.ts";
-import { orderBook, readReputations } from "./order-book.ts";
+import { readReputations, sharedOrderBookReads } from "./order-book.ts";
 import type { PermitIssuer } from "./permits.ts";
 import { getTradeRow, listTrades, tradeDetail, TRADE_STATUSES } from "./trades.ts";
 
@@ -225,6 +225,7 @@ export function marketRoutes(open: RouteGroup, market: RouteGroup, deps: MarketR
 
 /** The public order book (decisions 17): no token, so the page shows it before a wallet connects. */
 export function orderBookRoutes(book: RouteGroup, deps: Pick<MarketRouteDeps, "pool" | "indexerSchema">): void {
+  const readBook = sharedOrderBookReads(deps.pool, deps.indexerSchema);
   book.add<unknown, { minAmount?: number; maxAmount?: number; bankCode?: string; limit: number; offset: number }>(
     {
       method: "get",
@@ -249,7 +250,7 @@ export function orderBookRoutes(book: RouteGroup, deps: Pick<MarketRouteDeps, "p
       errors: ["VALIDATION_ERROR", "RATE_LIMITED"],
     },
     async (ctx, { query }) => {
-      ctx.body = await orderBook(deps.pool, deps.indexerSchema, query);
+      ctx.body = await readBook(query);
     },
   );
 }

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Queryable } from "../../src/db/pool.ts";
-import { orderBook } from "../../src/market/order-book.ts";
+import { orderBook, sharedOrderBookReads } from "../../src/market/order-book.ts";
 import { DEPOSIT_HELD } from "../../src/orders/queries.ts";
 import type { TestService } from "../support/service.ts";
 import { startServiceWithBulkOrders } from "../support/bulk-orders.ts";
@@ -236,4 +236,51 @@ test("a listing's expiry is its row's, as ISO text to the millisecond", async ()
   ]);
   const expiry = new Map(rows.map((row) => [row.escrow_order_id, row.expires_at.toISOString()]));
   for (const order of page.orders) assert.equal(order.listingExpiresAt, expiry.get(order.escrowOrderId));
+});
+
+test("requests for a page while it is being read share that read: its two statements are sent once", async () => {
+  const { db, statements } = recording();
+  const read = sharedOrderBookReads(db, undefined);
+  const [first, second] = await Promise.all([read({ limit: 20, offset: 0 }), read({ limit: 20, offset: 0 })]);
+  assert.equal(statements.length, 2);
+  assert.equal(first, second);
+  assert.deepEqual(first, await orderBook(service.pool, undefined, { limit: 20, offset: 0 }));
+});
+
+test("a request after the read settled reads the book again", async () => {
+  const { db, statements } = recording();
+  const read = sharedOrderBookReads(db, undefined);
+  const first = await read({ limit: 20, offset: 0 });
+  const { rows } = await service.pool.query<{ id: string }>("SELECT id FROM orders WHERE escrow_order_id = $1", [first.orders[0]!.escrowOrderId]);
+  const id = rows[0]!.id;
+  await service.pool.query("UPDATE orders SET status = 'LOCKED' WHERE id = $1", [id]);
+  try {
+    const second = await read({ limit: 20, offset: 0 });
+    assert.equal(statements.length, 4);
+    assert.equal(second.total, first.total - 1, "the change committed between the reads is in the second");
+    assert.ok(!second.orders.some((order) => order.escrowOrderId === first.orders[0]!.escrowOrderId));
+  } finally {
+    await service.pool.query("UPDATE orders SET status = 'ACTIVE' WHERE id = $1", [id]);
+  }
+});
+
+test("other pages and other filters are read on their own", async () => {
+  const { db, statements } = recording();
+  const read = sharedOrderBookReads(db, undefined);
+  const pages = await Promise.all([read({ limit: 20, offset: 0 }), read({ limit: 20, offset: 20 }), read({ limit: 10, offset: 0 }), read({ limit: 20, offset: 0, bankCode: "012" })]);
+  assert.equal(statements.length, 8);
+  assert.equal(new Set(pages).size, 4);
+});
+
+test("a read that fails fails every request that shared it and is not kept for the next", async () => {
+  let failing = true;
+  const db = {
+    query: (statement: string | { text: string; values?: unknown[] }, values: unknown[] = []) =>
+      failing ? Promise.reject(new Error("connection lost")) : typeof statement === "string" ? service.pool.query(statement, values) : service.pool.query(statement),
+  } as unknown as Queryable;
+  const read = sharedOrderBookReads(db, undefined);
+  const outcomes = await Promise.allSettled([read({ limit: 20, offset: 0 }), read({ limit: 20, offset: 0 })]);
+  assert.deepEqual(outcomes.map((outcome) => outcome.status), ["rejected", "rejected"]);
+  failing = false;
+  assert.ok((await read({ limit: 20, offset: 0 })).orders.length > 0);
 });

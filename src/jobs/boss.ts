@@ -20,7 +20,8 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
     monitorIntervalSeconds: 10,
     // Workers are woken by a NOTIFY sent with each job (delivered when the sending transaction
     // commits), on every instance; polling stays as the floor for delayed jobs (timers, retries) and
-    // for a listener that is down.
+    // for a listener that is down, one idle poll a queue and interval whatever its worker count
+    // (patches/pg-boss+12.38.0.patch).
     useListenNotify: true,
   });
   boss.on("error", (error) => logger.error({ err: error }, "job queue error"));

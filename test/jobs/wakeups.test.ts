@@ -108,3 +108,46 @@ test("the jobs of one transaction all start at once: each woken worker whose fet
   await sendInTransaction(ids, "COMMIT", name);
   assert.ok(await within(2_500, () => started.size === ids.length), `${started.size} of ${ids.length} started within 2.5 s`);
 });
+
+/** Counts the fetches of `name` that reach the database from the worker instance. */
+function countFetches(name: string): { count: () => number } {
+  const db = worker.getDb() as { executeSql: (text: string, values?: unknown[]) => Promise<unknown> };
+  const original = db.executeSql.bind(db);
+  let fetches = 0;
+  db.executeSql = (text, values) => {
+    if (text.includes("SKIP LOCKED") && text.includes(`'${name}'`)) fetches++;
+    return original(text, values);
+  };
+  return { count: () => fetches };
+}
+
+test("the idle workers of a queue poll it once a polling interval between them, not each of them (patches/pg-boss+12.38.0.patch)", async () => {
+  const name = "idle-polls";
+  const fetches = countFetches(name);
+  await sender.createQueue(name, { notify: true });
+  await worker.work<{ id: string }>(name, { localConcurrency: 4, pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 1 }, async () => undefined);
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const before = fetches.count();
+  await new Promise((resolve) => setTimeout(resolve, 6_000));
+  const polls = fetches.count() - before;
+  // Each of the 4 workers polling on its own would be about 24 in these 6 s.
+  assert.ok(polls >= 4 && polls <= 8, `${polls} fetches in 6 s by 4 idle workers polling every second`);
+});
+
+test("while a worker is busy, a job falling due is polled for by an idle one within about an interval", async () => {
+  const name = "busy-and-due";
+  const done = new Map<string, number>();
+  await sender.createQueue(name, { notify: true });
+  await worker.work<{ id: string }>(name, { localConcurrency: 2, pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 1 }, async ([job]) => {
+    if (job!.data.id === "long") await new Promise((resolve) => setTimeout(resolve, 8_000));
+    done.set(job!.data.id, Date.now());
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await sender.send(name, { id: "long" });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const due = Date.now() + 2_000;
+  await sender.send(name, { id: "due" }, { startAfter: 2 });
+  assert.ok(await within(6_000, () => done.has("due")), "the due job waited for the busy worker");
+  assert.ok(!done.has("long"), "handled while the other worker was still busy");
+  assert.ok(done.get("due")! - due < 3_000, `handled ${done.get("due")! - due} ms after it fell due`);
+});

@@ -26,7 +26,7 @@ export function renderReport(result: FuzzResult, context: { command: string; tar
   lines.push(`| **All violations** | **${total}** |`, "");
   lines.push(
     `Batches checked for changed data: ${result.batches.checked} (every request of the batch refused); ${result.batches.withAcceptedWrites} batches had an accepted write: ` +
-    `the database was let settle after them${result.batches.settleTimeouts ? ` (${result.batches.settleTimeouts} times it did not settle in 20 s)` : ""}, then their refused requests were sent again on their own and compared ` +
+    `the database was let settle after them (no row changed for 1 s and no webhook delivery due within 5 s)${result.batches.settleTimeouts ? ` (${result.batches.settleTimeouts} times it did not settle in 20 s)` : ""}, then their refused requests were sent again on their own and compared ` +
     `(${result.batches.refusalsRechecked} requests in ${result.batches.recheckRounds} sub-batches; ${result.batches.refusalsUnchecked} were accepted on every resend and stay unchecked). ` +
       `Requests refused by Node's HTTP parser before reaching the service (431, empty body): ${result.parserRefusals}.`,
     "",

@@ -78,10 +78,26 @@ export async function createSnapshotter(databaseUrl: string, schema = "public") 
   }
 
   /**
-   * Waits until nothing changes for `stableMs` (webhook deliveries, chain events and timers that valid
-   * requests set off), at most `timeoutMs`; returns the last snapshot and whether it settled.
+   * Whether a webhook delivery will change by itself within `horizonMs`: its next attempt (a retry on
+   * the schedule, or an operator's redelivery) falls due by then, or a worker holds it now (an attempt in
+   * flight, its claim renewed every few seconds). Quiet for a second is not quiet enough when a retry
+   * falls due 30 s after an attempt: it changed its row in the middle of a later batch of refusals.
    */
-  async function settle(stableMs = 1_000, timeoutMs = 20_000): Promise<{ snapshot: Snapshot; settled: boolean }> {
+  async function deliveryDueWithin(horizonMs: number): Promise<boolean> {
+    const { rows } = await client.query<{ due: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM ${quote("webhook_deliveries")} WHERE status = 'PENDING'
+                        AND (next_attempt_at < now() + make_interval(secs => $1) OR claimed_by IS NOT NULL)) AS due`,
+      [horizonMs / 1000],
+    );
+    return rows[0]!.due;
+  }
+
+  /**
+   * Waits until nothing changes for `stableMs` (webhook deliveries, chain events and timers that valid
+   * requests set off) and no webhook delivery falls due within `horizonMs`, at most `timeoutMs`; returns
+   * the last snapshot and whether it settled.
+   */
+  async function settle(stableMs = 1_000, timeoutMs = 20_000, horizonMs = 5_000): Promise<{ snapshot: Snapshot; settled: boolean }> {
     const deadline = Date.now() + timeoutMs;
     let last = await take();
     let since = Date.now();
@@ -91,7 +107,7 @@ export async function createSnapshotter(databaseUrl: string, schema = "public") 
       if (!equal(last, current)) {
         last = current;
         since = Date.now();
-      } else if (Date.now() - since >= stableMs) {
+      } else if (Date.now() - since >= stableMs && !(await deliveryDueWithin(horizonMs))) {
         return { snapshot: current, settled: true };
       }
       if (Date.now() > deadline) return { snapshot: current, settled: false };

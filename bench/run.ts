@@ -79,13 +79,16 @@ let failed = false;
 try {
   stack = await startBenchStack(log);
   // Autovacuum shapes the trade figures: off, the job and order tables' dead rows are not reclaimed during
-  // a figure, and the job fetches walk them (docs/benchmarks.md, stop 40).
+  // a figure, and the job fetches walk them (docs/benchmarks.md, stop 40); the bench vacuums only between figures.
   const { rows } = await stack.pool.query<{ version: string; autovacuum: string }>("SELECT current_setting('server_version') AS version, current_setting('autovacuum') AS autovacuum");
   postgres = rows[0] ? `${rows[0].version}, autovacuum ${rows[0].autovacuum}` : null;
-  if (rows[0]?.autovacuum === "off") log("PostgreSQL runs with autovacuum off: no dead row is reclaimed during the figures, as no production server runs");
+  if (rows[0]?.autovacuum === "off") log("PostgreSQL runs with autovacuum off: no dead row is reclaimed during a figure (the bench vacuums between figures), as no production server runs");
   for (const figure of selected) {
     await settleDeliveries(stack, quick ? 15_000 : 90_000);
     await settleIndexer(stack, 120_000);
+    // On a server whose autovacuum is off (this machine's), a figure would otherwise run on the dead rows
+    // of every figure before it, and a figure measured after its reference on more of them than it.
+    log(`vacuumed the database in ${(await stack.vacuum()).toFixed(1)} s`);
     const load = loadAverage();
     loadSamples.push({ at: new Date().toISOString(), figure: `#${figure.id}`, load });
     if (Date.now() - runStart > RUN_BUDGET_MS) {

@@ -39,10 +39,9 @@ const quick = values.quick ?? false;
 
 /**
  * Run order: memory first (it restarts the service on a database without load history), the HTTP
- * figures, then the webhook and chain figures (figure 9 after figure 5, whose one-instance rate it
- * compares with), the 100,000-row bulk insert after every figure it could slow, the indexer
- * catch-up (its own chain), and the million orders (a database of its own, whose load would slow
- * any figure beside it) last.
+ * figures, then the webhook and chain figures, the 100,000-row bulk insert after every figure it could
+ * slow, the indexer catch-up (its own chain), and the million orders (a database of its own, whose load
+ * would slow any figure beside it) last.
  */
 const ORDER: FigureSpec[] = [
   memoryFigure,
@@ -101,7 +100,7 @@ try {
     const profileSinceUs = profileDir ? await profileService(stack, profileDir) : undefined;
     const t0 = Date.now();
     try {
-      const outcome = await figure.run({ stack, quick, log: (line) => log(`  #${figure.id} ${line}`), earlier: results });
+      const outcome = await figure.run({ stack, quick, log: (line) => log(`  #${figure.id} ${line}`) });
       const profile = profileDir ? await endProfile(stack, profileDir, profileSinceUs) : undefined;
       results.push({ ...outcome, seconds: round((Date.now() - t0) / 1000, 1)!, target: { text: figure.target.text, met: figure.target.met(outcome) }, ...(profile ? { profile } : {}) });
     } catch (error) {

@@ -5,8 +5,6 @@ export interface FigureContext {
   stack: BenchStack;
   quick: boolean;
   log(line: string): void;
-  /** The figures already measured in this run (figure 9 compares with figure 5's). */
-  earlier: readonly FigureResult[];
 }
 
 export type FigureOutcome = Omit<FigureResult, "seconds" | "target" | "profile">;

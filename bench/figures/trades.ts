@@ -50,16 +50,18 @@ export interface TradeRun {
 /**
  * Figure 5's trade pipelines for `partner`: pipeline `worker` makes its orders through
  * `instanceFor(worker)` (one service instance, or one of several sharing the database and chain), and
- * `services` are the service processes' pids, whose CPU is counted as the service's.
+ * `services` are the service processes' pids, whose CPU is counted as the service's. With
+ * `warmUpTrades`, the pipelines first make that many trades a pipeline outside the measure (its time,
+ * stages and CPU), so a freshly started instance's first trades (its JIT, its pools) are not measured.
  */
 export async function runTrades(
   { stack, log }: Pick<FigureContext, "stack" | "log">,
   partner: Partner,
-  load: { pipelines: number; maxTrades: number; durationMs: number },
+  load: { pipelines: number; maxTrades: number; durationMs: number; warmUpTrades?: number },
   instanceFor: (worker: number) => Pick<BenchStack, "api">,
   services: number[] = [stack.service.pid],
 ): Promise<TradeRun> {
-  const { pipelines, maxTrades, durationMs } = load;
+  const { pipelines, maxTrades, durationMs, warmUpTrades = 0 } = load;
   const { chainSettings } = stack.chain;
   const rpc = rpcClient(chainSettings.rpcUrl);
   // One fresh seller wallet per pipeline.
@@ -89,8 +91,7 @@ export async function runTrades(
   const permitSigner = createEscrowGateway(chainSettings);
   const stages: Record<string, number[]> = { order: [], deposit: [], toActive: [], lock: [], toLocked: [], pay: [], toCompleted: [] };
   const orders: TradeRun["orders"] = [];
-  const cpuOverTrades = await measureCpuShares(stack.pool, services);
-  const trades = await closedLoop({ concurrency: pipelines, durationMs, maxUnits: maxTrades }, async (worker) => {
+  const trade = async (worker: number) => {
     const instance = instanceFor(worker);
     const mark = (stage: string, since: number) => {
       const now = nowMs();
@@ -122,7 +123,14 @@ export async function runTrades(
     t = mark("pay", t);
     await stack.receiver.waitFor(order.id, "order.completed", STEP_TIMEOUT_MS);
     mark("toCompleted", t);
-  });
+  };
+  if (warmUpTrades > 0) {
+    const warmUp = await closedLoop({ concurrency: pipelines, durationMs: STEP_TIMEOUT_MS, maxUnits: pipelines * warmUpTrades }, trade);
+    requireNoFailures("full trades, warm-up", warmUp);
+    for (const durations of Object.values(stages)) durations.length = 0;
+  }
+  const cpuOverTrades = await measureCpuShares(stack.pool, services);
+  const trades = await closedLoop({ concurrency: pipelines, durationMs, maxUnits: maxTrades }, trade);
   const cpu = await cpuOverTrades();
   log(`${trades.units} trades to ${finalStatus} in ${trades.elapsedSeconds} s: ${trades.unitsPerSecond} trades/s, p50 ${trades.latencyMs.p50} ms (failures ${trades.failures})`);
   return { finalStatus, payAvailable, trades, stages, orders, sellers, buyers: buyers.length, cpu };

@@ -1,16 +1,17 @@
 // Figure 9: full trades per second with two service instances sharing the database, the chain and the
-// indexer schema (the way the service grows past one machine), against one instance. Figure 5's
-// pipelines, split across the two (pipeline i makes its orders and payments through instance i % 2;
-// the jobs, the event consumer and the deliveries go wherever the instances take them). Then checks
-// that none was lost or doubled: every trade completed, each released on chain exactly once, and every
-// webhook event delivered exactly once.
+// indexer schema (the way the service grows past one machine), against one instance, in alternating
+// slices of figure 5's load (one, two, two, one). On two instances pipeline i makes its orders and
+// payments through instance i % 2; the jobs, the event consumer and the deliveries go wherever the
+// instances take them. Then checks that none was lost or doubled: every trade completed, each released
+// on chain exactly once, and every webhook event delivered exactly once.
 import { encodeEventTopics, type Hex } from "viem";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { rpcClient } from "../lib/chain.ts";
 import type { ReadyChild } from "../lib/child.ts";
-import { cpuSharesMeasure } from "../lib/cpu-shares.ts";
+import { addCpuShares, cpuSharesMeasure } from "../lib/cpu-shares.ts";
 import { RefusedRequestsError, requireNoFailures } from "../lib/load.ts";
 import type { BenchStack } from "../lib/stack.ts";
+import { round } from "../lib/stats.ts";
 import { meets, ratio, sleep, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 import { runTrades, stagePercentiles, tradeLoad, type TradeRun } from "./trades.ts";
 
@@ -44,7 +45,7 @@ async function waitForNone(stack: BenchStack, query: string, values: unknown[], 
   }
 }
 
-async function checkTrades(stack: BenchStack, run: TradeRun, fromBlock: Hex): Promise<TradeChecks> {
+async function checkTrades(stack: BenchStack, run: Pick<TradeRun, "orders" | "finalStatus" | "payAvailable">, fromBlock: Hex): Promise<TradeChecks> {
   const ids = run.orders.map((order) => order.id);
   // A trade whose pipeline gave up (step timeout) may still finish: give it the settle time.
   const unfinished = await waitForNone(stack, "SELECT count(*)::int AS n FROM orders WHERE id = ANY($1) AND status <> $2", [ids, run.finalStatus], SETTLE_MS);
@@ -94,62 +95,85 @@ async function checkTrades(stack: BenchStack, run: TradeRun, fromBlock: Hex): Pr
   return { ...checks, noneLost };
 }
 
-async function run({ stack, quick, log, earlier }: FigureContext): Promise<FigureOutcome> {
+/** One stretch of the figure's load on one or two instances (the slices alternate: see `run`). */
+interface Slice {
+  instances: 1 | 2;
+  run: TradeRun;
+}
+
+/** Waits (bounded) until no webhook delivery is due: a slice does not pay for the one before it. */
+async function settleDeliveries(stack: BenchStack): Promise<void> {
+  await waitForNone(stack, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'", [], 30_000);
+}
+
+async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
   const load = tradeLoad(quick);
   const rpc = rpcClient(stack.chain.chainSettings.rpcUrl);
-
-  // One instance: figure 5 of this run, or (when it did not run) the same load measured here first.
-  const figure5 = earlier.find((result) => result.id === 5 && result.status !== "failed" && typeof result.figure?.value === "number");
-  let oneInstance: { value: number | null; source: string; detail: Record<string, unknown> };
-  if (figure5?.figure) {
-    oneInstance = { value: figure5.figure.value, source: "figure 5 of this run", detail: { trades: figure5.figure.detail?.trades, p50Ms: figure5.figure.detail?.p50Ms } };
-  } else {
-    const partner = await stack.createPartner({ name: "One-instance trade bench" });
-    const one = await runTrades({ stack, log: (line) => log(`one instance: ${line}`) }, partner, load, () => stack);
-    requireNoFailures("full trades, one instance (reference)", one.trades);
-    oneInstance = { value: one.trades.unitsPerSecond, source: "measured here first (figure 5 did not run)", detail: { trades: one.trades.units, p50Ms: one.trades.latencyMs.p50, failures: one.trades.failures } };
-    // As between figures (bench/run.ts): the two instances start on tables as clean as the one did.
+  // The two configurations in alternating slices, one / two / two / one, each half the figure's time:
+  // both see the same minutes of a machine whose speed drifts (figure 9 alone gave 0.54 to 0.83x on the
+  // same code in one morning when each was measured once, one after the other), a drift that is linear
+  // over the four slices cancels, and neither runs on the other's later, larger tables alone.
+  // Each slice starts with a trade a pipeline outside the measure: the second instance is a fresh process.
+  const sliceLoad = { ...load, durationMs: load.durationMs / 2, maxTrades: Math.ceil(load.maxTrades / 2), warmUpTrades: 1 };
+  const partners = { 1: await stack.createPartner({ name: "One-instance trade bench" }), 2: await stack.createPartner({ name: "Two-instance trade bench" }) };
+  const fromBlock = await rpc.call<Hex>("eth_blockNumber");
+  const slices: Slice[] = [];
+  for (const instances of [1, 2, 2, 1] as const) {
+    await settleDeliveries(stack);
     log(`vacuumed the database in ${(await stack.vacuum()).toFixed(1)} s`);
+    let second: ReadyChild | undefined;
+    try {
+      if (instances === 2) {
+        second = await stack.spawnService();
+        log(`second instance pid ${second.pid} at ${second.baseUrl}`);
+      }
+      const members = second ? [stack, { api: stack.apiAt(second.baseUrl) }] : [stack];
+      const what = instances === 1 ? "one instance" : "two instances";
+      const tradeRun = await runTrades({ stack, log: (line) => log(`${what}: ${line}`) }, partners[instances], sliceLoad, (worker) => members[worker % members.length]!, second ? [stack.service.pid, second.pid] : [stack.service.pid]);
+      requireNoFailures(`full trades, ${what}`, tradeRun.trades);
+      slices.push({ instances, run: tradeRun });
+    } finally {
+      await second?.stop();
+    }
   }
-
-  let second: ReadyChild | undefined;
-  let two: TradeRun;
-  let checks: TradeChecks;
-  try {
-    second = await stack.spawnService();
-    log(`second instance pid ${second.pid} at ${second.baseUrl}`);
-    const instances = [stack, { api: stack.apiAt(second.baseUrl) }];
-    const partner = await stack.createPartner({ name: "Two-instance trade bench" });
-    const fromBlock = await rpc.call<Hex>("eth_blockNumber");
-    two = await runTrades({ stack, log: (line) => log(`two instances: ${line}`) }, partner, load, (worker) => instances[worker % instances.length]!, [stack.service.pid, second.pid]);
-    checks = await checkTrades(stack, two, fromBlock);
-  } finally {
-    await second?.stop();
-  }
+  const of = (instances: 1 | 2) => slices.filter((slice) => slice.instances === instances).map((slice) => slice.run);
+  const total = (runs: TradeRun[]) => {
+    const trades = runs.reduce((sum, one) => sum + one.trades.units, 0);
+    const seconds = runs.reduce((sum, one) => sum + (one.trades.elapsedSeconds ?? 0), 0);
+    return { trades, seconds: round(seconds, 2)!, perSecond: seconds > 0 ? round(trades / seconds, 2)! : null };
+  };
+  const [one, two] = [total(of(1)), total(of(2))];
+  // Every order of every slice: the two-instance slices' background work may finish on the stack's instance alone.
+  const checks = await checkTrades(stack, { orders: slices.flatMap((slice) => slice.run.orders), finalStatus: slices[0]!.run.finalStatus, payAvailable: slices[0]!.run.payAvailable }, fromBlock);
   log(`checks: ${JSON.stringify(checks)}`);
-  requireNoFailures("full trades, two instances", two.trades);
   if (!checks.noneLost) throw new RefusedRequestsError("full trades, two instances", `orders lost or actions doubled: ${JSON.stringify(checks)}`);
 
+  const first = slices[0]!.run;
+  const sliceRates = slices.map((slice) => `${slice.instances === 1 ? "one" : "two"} ${slice.run.trades.unitsPerSecond}/s (${slice.run.trades.units} in ${slice.run.trades.elapsedSeconds} s)`).join(", ");
   const notes = [
-    `Figure 5's load (${load.pipelines} pipelines sharing ${two.buyers} sandbox buyer wallets, up to ${load.maxTrades} trades or ${load.durationMs / 1000} s) with pipeline i making its orders and payments through instance i % 2: the stack's service and a second service child process (test/support/service-process.ts) on the same database, pg-boss schema, chain, service signer key and indexer schema. Background work (the chain event consumer, payment verification, release transactions, webhook deliveries) goes to whichever instance takes it.`,
-    `One instance: ${oneInstance.source}.`,
-    `Checked after the run (waiting up to ${SETTLE_MS / 1000} s for stragglers and pending deliveries): ${checks.completed}/${checks.orders} orders ${two.finalStatus}; ${checks.releasedOnce} released on chain exactly once and ${checks.releasedMoreThanOnce} more than once (Released events from eth_getLogs since the run's first block); ${checks.duplicateActions} (order, action) pairs recorded more than once and ${checks.revertedTransactions} reverted transactions in chain_transactions; ${checks.webhooksDelivered}/${checks.webhookEvents} webhook events DELIVERED, ${checks.webhookDuplicates} received more than once and ${checks.webhooksMissing} never. None lost or doubled: ${checks.noneLost ? "yes" : "NO"}.`,
+    `Figure 5's load (${load.pipelines} pipelines sharing ${first.buyers} sandbox buyer wallets) in four slices of up to ${sliceLoad.durationMs / 1000} s or ${sliceLoad.maxTrades} trades each, on one instance, two, two, then one: ${sliceRates}. Each slice's pipelines first make ${sliceLoad.warmUpTrades} trade each outside the measure (the second instance is a fresh process in each of its slices). Each configuration's rate is its trades over its slices' seconds. On two instances pipeline i makes its orders and payments through instance i % 2: the stack's service and a second service child process (test/support/service-process.ts), started for the slice and stopped after it, on the same database, pg-boss schema, chain, service signer key and indexer schema. Background work (the chain event consumer, payment verification, release transactions, webhook deliveries) goes to whichever instance takes it. Before each slice the bench waits (at most 30 s) until no webhook delivery is due and vacuums the database.`,
+    `Checked after the last slice (waiting up to ${SETTLE_MS / 1000} s for stragglers and pending deliveries), over the orders of all four slices: ${checks.completed}/${checks.orders} orders ${first.finalStatus}; ${checks.releasedOnce} released on chain exactly once and ${checks.releasedMoreThanOnce} more than once (Released events from eth_getLogs since the first slice's first block); ${checks.duplicateActions} (order, action) pairs recorded more than once and ${checks.revertedTransactions} reverted transactions in chain_transactions; ${checks.webhooksDelivered}/${checks.webhookEvents} webhook events DELIVERED, ${checks.webhookDuplicates} received more than once and ${checks.webhooksMissing} never. None lost or doubled: ${checks.noneLost ? "yes" : "NO"}.`,
   ];
+  const stagesOf = (runs: TradeRun[]) => stagePercentiles(Object.fromEntries(Object.keys(runs[0]!.stages).map((stage) => [stage, runs.flatMap((one) => one.stages[stage]!)])));
+  const slicesDetail = (runs: TradeRun[]) => runs.map((one) => ({ trades: one.trades.units, seconds: one.trades.elapsedSeconds, perSecond: one.trades.unitsPerSecond, p50Ms: one.trades.latencyMs.p50, p95Ms: one.trades.latencyMs.p95 }));
   return {
     id: 9,
     key: "two-instances",
     title: "Full trades per second with two service instances",
-    status: two.payAvailable ? "measured" : "partial",
+    status: first.payAvailable ? "measured" : "partial",
     figure: {
-      label: `trades to ${two.finalStatus}, two instances`,
-      value: two.trades.unitsPerSecond,
+      label: `trades to ${first.finalStatus}, two instances`,
+      value: two.perSecond,
       unit: "trades/s",
-      detail: { trades: two.trades.units, seconds: two.trades.elapsedSeconds, p50Ms: two.trades.latencyMs.p50, p95Ms: two.trades.latencyMs.p95, failures: two.trades.failures, tradesPerSecondToLastCompleted: two.trades.unitsPerSecondToLastCompleted, noneLost: checks.noneLost, ...stagePercentiles(two.stages) },
+      detail: { trades: two.trades, seconds: two.seconds, slices: slicesDetail(of(2)), noneLost: checks.noneLost, ...stagesOf(of(2)) },
     },
-    reference: { label: "trades, one instance", value: oneInstance.value, unit: "trades/s", detail: oneInstance.detail },
-    extra: [cpuSharesMeasure("CPU a trade by process while the trades ran, both instances as the service (share of all counted)", two.cpu, two.trades.units)],
-    comparison: ratio(two.trades.unitsPerSecond, oneInstance.value, "one instance"),
-    params: { ...load, buyerWallets: two.buyers, instances: 2 },
+    reference: { label: "trades, one instance, in the slices between", value: one.perSecond, unit: "trades/s", detail: { trades: one.trades, seconds: one.seconds, slices: slicesDetail(of(1)), ...stagesOf(of(1)) } },
+    extra: [
+      cpuSharesMeasure("CPU a trade by process, one instance (share of all counted)", addCpuShares(of(1).map((one) => one.cpu)), one.trades),
+      cpuSharesMeasure("CPU a trade by process, two instances, both as the service (share of all counted)", addCpuShares(of(2).map((one) => one.cpu)), two.trades),
+    ],
+    comparison: ratio(two.perSecond, one.perSecond, "one instance"),
+    params: { ...load, slices: slices.map((slice) => slice.instances).join(", "), sliceMs: sliceLoad.durationMs, sliceMaxTrades: sliceLoad.maxTrades, buyerWallets: first.buyers },
     notes,
   };
 }

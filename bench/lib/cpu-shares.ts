@@ -100,6 +100,15 @@ export async function measureCpuShares(pool: pg.Pool, services: number[]): Promi
   };
 }
 
+/** Stretches measured apart (figure 9's slices of one configuration) as one: their seconds and CPU added up. */
+export function addCpuShares(stretches: CpuShares[]): CpuShares {
+  const groups: Record<string, number> = {};
+  for (const stretch of stretches) for (const [group, seconds] of Object.entries(stretch.groups)) groups[group] = (groups[group] ?? 0) + seconds;
+  const seconds = stretches.reduce((sum, stretch) => sum + stretch.seconds, 0);
+  const busy = stretches.reduce((sum, stretch) => sum + stretch.machineBusyFraction * stretch.seconds, 0);
+  return { seconds, groups, machineBusyFraction: round(seconds > 0 ? busy / seconds : 0, 2)! };
+}
+
 /** The breakdown as a figure's extra row: CPU milliseconds a unit (a trade) by group, each with its share. */
 export function cpuSharesMeasure(label: string, shares: CpuShares, units: number) {
   const total = Object.values(shares.groups).reduce((sum, value) => sum + value, 0);

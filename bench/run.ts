@@ -24,7 +24,7 @@ import { repoRoot } from "./lib/child.ts";
 import { codeVersion, loadAverage, machineInfo } from "./lib/machine.ts";
 import { summarizeProfiles, type ProfileSummary } from "./lib/profile.ts";
 import { writeReport, type FigureResult, type RunReport } from "./lib/report.ts";
-import { startBenchStack, type BenchStack } from "./lib/stack.ts";
+import { settleDeliveries, startBenchStack, type BenchStack } from "./lib/stack.ts";
 import { round } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -83,7 +83,7 @@ try {
   postgres = rows[0] ? `${rows[0].version}, autovacuum ${rows[0].autovacuum}` : null;
   if (rows[0]?.autovacuum === "off") log("PostgreSQL runs with autovacuum off: no dead row is reclaimed during a figure (the bench vacuums between figures), as no production server runs");
   for (const figure of selected) {
-    await settleDeliveries(stack, quick ? 15_000 : 90_000);
+    await settleDeliveries(stack, quick ? 15_000 : 90_000, log);
     await settleIndexer(stack, 120_000);
     // On a server whose autovacuum is off (this machine's), a figure would otherwise run on the dead rows
     // of every figure before it, and a figure measured after its reference on more of them than it.
@@ -155,23 +155,6 @@ async function endProfile(bench: BenchStack, dir: string, sinceUs: number | unde
   return summary;
 }
 
-/**
- * Waits (bounded) until no webhook delivery is due: a figure that made many orders leaves a delivery
- * backlog the worker drains at its own pace, which the next figure should not pay for.
- */
-async function settleDeliveries(bench: BenchStack, budgetMs: number): Promise<void> {
-  const started = Date.now();
-  const deadline = started + budgetMs;
-  let pending: number;
-  for (;;) {
-    const { rows } = await bench.pool.query<{ n: string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'");
-    pending = Number(rows[0]!.n);
-    if (pending === 0 || Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  if (pending > 0) log(`${pending} webhook deliveries still due after waiting ${budgetMs / 1000} s; going on`);
-  else if (Date.now() - started > 1_000) log(`waited ${((Date.now() - started) / 1000).toFixed(1)} s for the webhook delivery backlog to drain`);
-}
 /**
  * Waits until the indexer has indexed the chain's head: a figure's blocks (figure 5's 2,000 one-event
  * reference deposits, say, which Ponder indexes at about 50 blocks a second) must not hold up the next

@@ -10,7 +10,7 @@ import { rpcClient } from "../lib/chain.ts";
 import type { ReadyChild } from "../lib/child.ts";
 import { addCpuShares, cpuSharesMeasure } from "../lib/cpu-shares.ts";
 import { RefusedRequestsError, requireNoFailures } from "../lib/load.ts";
-import type { BenchStack } from "../lib/stack.ts";
+import { settleDeliveries, type BenchStack } from "../lib/stack.ts";
 import { round } from "../lib/stats.ts";
 import { meets, ratio, sleep, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 import { runTrades, stagePercentiles, tradeLoad, type TradeRun } from "./trades.ts";
@@ -101,11 +101,6 @@ interface Slice {
   run: TradeRun;
 }
 
-/** Waits (bounded) until no webhook delivery is due: a slice does not pay for the one before it. */
-async function settleDeliveries(stack: BenchStack): Promise<void> {
-  await waitForNone(stack, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'", [], 30_000);
-}
-
 async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
   const load = tradeLoad(quick);
   const rpc = rpcClient(stack.chain.chainSettings.rpcUrl);
@@ -119,7 +114,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const fromBlock = await rpc.call<Hex>("eth_blockNumber");
   const slices: Slice[] = [];
   for (const instances of [1, 2, 2, 1] as const) {
-    await settleDeliveries(stack);
+    await settleDeliveries(stack, 30_000, log);
     log(`vacuumed the database in ${(await stack.vacuum()).toFixed(1)} s`);
     let second: ReadyChild | undefined;
     try {

@@ -179,3 +179,22 @@ export async function quoteAndOrder(stack: Pick<BenchStack, "api">, partner: Par
   if (order.status !== 201) throw new Error(`order: ${order.status} ${JSON.stringify(order.body)}`);
   return order.body;
 }
+
+/**
+ * Waits (bounded) until no webhook delivery is due: a figure that made many orders leaves a delivery
+ * backlog the worker drains at its own pace, which the next figure (or figure 9's next slice) should
+ * not pay for.
+ */
+export async function settleDeliveries(bench: Pick<BenchStack, "pool">, budgetMs: number, log: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  const deadline = started + budgetMs;
+  let pending: number;
+  for (;;) {
+    const { rows } = await bench.pool.query<{ n: string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'");
+    pending = Number(rows[0]!.n);
+    if (pending === 0 || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  if (pending > 0) log(`${pending} webhook deliveries still due after waiting ${budgetMs / 1000} s; going on`);
+  else if (Date.now() - started > 1_000) log(`waited ${((Date.now() - started) / 1000).toFixed(1)} s for the webhook delivery backlog to drain`);
+}

@@ -132,7 +132,12 @@ export async function runTrades(
   const cpuOverTrades = await measureCpuShares(stack.pool, services);
   const trades = await closedLoop({ concurrency: pipelines, durationMs, maxUnits: maxTrades }, trade);
   const cpu = await cpuOverTrades();
-  log(`${trades.units} trades to ${finalStatus} in ${trades.elapsedSeconds} s: ${trades.unitsPerSecond} trades/s, p50 ${trades.latencyMs.p50} ms (failures ${trades.failures})`);
+  const cpuMs = (seconds: number) => (trades.units > 0 ? ((seconds * 1000) / trades.units).toFixed(1) : "-");
+  const cpuTotal = Object.values(cpu.groups).reduce((sum, seconds) => sum + seconds, 0);
+  log(
+    `${trades.units} trades to ${finalStatus} in ${trades.elapsedSeconds} s: ${trades.unitsPerSecond} trades/s, p50 ${trades.latencyMs.p50} ms (failures ${trades.failures}); ` +
+      `CPU a trade ${cpuMs(cpuTotal)} ms, the service's processes ${cpuMs(cpu.groups.service ?? 0)} ms`,
+  );
   return { finalStatus, payAvailable, trades, stages, orders, sellers, buyers: buyers.length, cpu };
 }
 

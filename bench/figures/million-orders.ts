@@ -2,7 +2,8 @@
 // p99 < 20 ms over 10 connections, the service's RSS stays < 300 MB, and the service is ready no slower
 // than on an empty database. It runs on a database of its own on the stack's PostgreSQL server (the
 // stack's holds the earlier figures' orders, and the bulk load rebuilds indexes, which no running
-// service may see), with the stack's chain and indexer schema name, and drops it at the end.
+// service may see), with the stack's chain and indexer schema name, beside an empty one made the same
+// way for the start-up's reference, and drops both at the end.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
@@ -49,16 +50,38 @@ function serviceOn(stack: BenchStack, databaseUrl: string): Promise<ReadyChild> 
   return spawnService(spec);
 }
 
-/** Milliseconds from spawn to ready (migrations and boot work included) of `STARTS` fresh starts; the last one keeps running. */
-async function timedStarts(stack: BenchStack, databaseUrl: string): Promise<{ service: ReadyChild; ms: number[] }> {
-  const ms: number[] = [];
-  for (let i = 0; ; i += 1) {
+/**
+ * Milliseconds from spawn to ready (migrations and boot work included) of `STARTS` fresh starts on each
+ * database, alternated empty, loaded, loaded, empty, ... so both see the same minutes of a machine whose
+ * speed drifts (five of one then five of the other gave 0.71 to 1.36x on unchanged start-up code); the
+ * last start, on the loaded database, keeps running.
+ */
+async function alternatedStarts(stack: BenchStack, urls: { empty: string; loaded: string }): Promise<{ service: ReadyChild; empty: number[]; loaded: number[] }> {
+  const ms = { empty: [] as number[], loaded: [] as number[] };
+  let service: ReadyChild | undefined;
+  for (let i = 0; i < 2 * STARTS; i += 1) {
+    await service?.stop();
+    const which = i % 4 === 0 || i % 4 === 3 ? "empty" : "loaded";
     const t0 = nowMs();
-    const service = await serviceOn(stack, databaseUrl);
-    ms.push(round(nowMs() - t0, 0)!);
-    if (i === STARTS - 1) return { service, ms };
-    await service.stop();
+    service = await serviceOn(stack, urls[which]);
+    ms[which].push(round(nowMs() - t0, 0)!);
   }
+  return { service: service!, ...ms };
+}
+
+/** A new database on the stack's server with the indexer's tables, migrated by a first (untimed) start; its URL. */
+async function newDatabase(stack: BenchStack, name: string): Promise<string> {
+  await stack.pool.query(`CREATE DATABASE ${name}`);
+  const url = new URL(stack.chain.databaseUrl);
+  url.pathname = `/${name}`;
+  const pool = createPool(url.toString(), 1);
+  try {
+    await copyIndexerTables(stack, pool);
+  } finally {
+    await pool.end();
+  }
+  await (await serviceOn(stack, url.toString())).stop();
+  return url.toString();
 }
 
 async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome> {
@@ -66,19 +89,15 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const durationSeconds = quick ? 3 : 10;
   const warmupSeconds = quick ? 1 : 2;
   const name = `bench_million_${randomBytes(4).toString("hex")}`;
-  await stack.pool.query(`CREATE DATABASE ${name}`);
-  const url = new URL(stack.chain.databaseUrl);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
-  const pool = createPool(databaseUrl, 4);
+  // The empty database is the start-up's reference; the other gets the million.
+  const names = [name, `${name}_empty`];
+  let opened: pg.Pool | undefined;
   let service: ReadyChild | undefined;
   try {
-    await copyIndexerTables(stack, pool);
-    // The first start migrates the new database; then the empty database's start-ups, the reference.
-    await (await serviceOn(stack, databaseUrl)).stop();
-    const empty = await timedStarts(stack, databaseUrl);
-    service = empty.service;
-    log(`start-up on the empty database: ${empty.ms.join(" / ")} ms`);
+    const emptyUrl = await newDatabase(stack, `${name}_empty`);
+    const databaseUrl = await newDatabase(stack, name);
+    const pool = (opened = createPool(databaseUrl, 4));
+    service = await serviceOn(stack, databaseUrl);
 
     const call = async <T = Json>(path: string, method: string, headers: Record<string, string>, body?: unknown) => {
       const response = await fetch(`${service!.baseUrl}${path}`, {
@@ -127,9 +146,9 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     const orders = Number(stored[0]!.orders);
     log(`loaded ${orders} orders in ${loadSeconds} s (indexes and foreign keys back ${round((indexedAt - t0) / 1000, 1)} s in), ${timers} open-order timers, ${stored[0]!.listed} listed`);
 
-    const loaded = await timedStarts(stack, databaseUrl);
-    service = loaded.service;
-    log(`start-up with ${orders} orders: ${loaded.ms.join(" / ")} ms`);
+    const starts = await alternatedStarts(stack, { empty: emptyUrl, loaded: databaseUrl });
+    service = starts.service;
+    log(`start-up, alternated: on the empty database ${starts.empty.join(" / ")} ms, with ${orders} orders ${starts.loaded.join(" / ")} ms`);
 
     const list = await hammer({ url: `${service.baseUrl}/api/v1/orders`, headers: { "X-API-Key": big.apiKey }, connections: CONNECTIONS, durationSeconds, warmupSeconds });
     const book = await hammer({ url: `${service.baseUrl}/market/v1/orders`, connections: CONNECTIONS, durationSeconds, warmupSeconds, requestsPerClient: BOOK_VISITOR_REQUESTS });
@@ -137,8 +156,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     const rssMiB = round(service.rssKiB() / 1024, 1)!;
     log(`GET /orders p99 ${list.latencyMs.p99} ms, book p99 ${book.latencyMs.p99} ms (each request a new address: ${bookFlood.latencyMs.p99} ms), RSS ${rssMiB} MiB`);
 
-    const emptyMs = median(empty.ms);
-    const loadedMs = median(loaded.ms);
+    const emptyMs = median(starts.empty);
+    const loadedMs = median(starts.loaded);
     const asLatency = (label: string, result: typeof list) => {
       const measure = throughputMeasure(label, result);
       return { label, value: result.latencyMs.p99, unit: "ms p99", detail: { ...measure.detail, reqPerSecond: result.requestsPerSecond } };
@@ -149,18 +168,18 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       title: `GET /orders, order book, memory and start-up with ${count.toLocaleString("en-US")} orders stored`,
       status: quick ? "partial" : "measured",
       figure: asLatency(`GET /orders, ${orders} orders`, list),
-      reference: { label: "start-up on the empty database (spawn to ready, median)", value: emptyMs, unit: "ms", detail: { starts: empty.ms.join(" / ") } },
+      reference: { label: "start-up on the empty database (spawn to ready, median)", value: emptyMs, unit: "ms", detail: { starts: starts.empty.join(" / ") } },
       extra: [
         asLatency(`GET /market/v1/orders (order book, ${stored[0]!.listed} listed)`, book),
         asLatency(`GET /market/v1/orders (order book), each request from an address never seen before`, bookFlood),
-        { label: `start-up with ${orders} orders (spawn to ready, median)`, value: loadedMs, unit: "ms", detail: { starts: loaded.ms.join(" / ") } },
+        { label: `start-up with ${orders} orders (spawn to ready, median)`, value: loadedMs, unit: "ms", detail: { starts: starts.loaded.join(" / ") } },
         { label: "service RSS after its three runs", value: rssMiB, unit: "MiB" },
         { label: `bulk load of ${orders} orders (indexes and foreign keys put back, timers, VACUUM ANALYZE, CHECKPOINT)`, value: loadSeconds, unit: "s", detail: { openOrderTimers: timers } },
       ],
       comparison: `start-up ${round(loadedMs / emptyMs, 2)} x empty`,
       params: { orders, listed: Number(stored[0]!.listed), connections: CONNECTIONS, durationSeconds, listP99Ms: list.latencyMs.p99, bookP99Ms: book.latencyMs.p99, rssMiB, startupMs: loadedMs, emptyStartupMs: emptyMs },
       notes: [
-        `A database of its own on the stack's server, with the stack's chain and indexer schema (its tables copied empty from the stack's database with pg_dump, as before any escrow event of these orders). The service process (test/support/service-process.ts, the startService of npm start: migrations, pg-boss, workers, credentials) is timed from spawn to its READY line, ${STARTS} fresh starts on the migrated empty database, then ${STARTS} with the orders stored; "no slower" allows ${Math.round((STARTUP_TOLERANCE - 1) * 100)}% for the machine's noise.`,
+        `A database of its own on the stack's server, with the stack's chain and indexer schema (its tables copied empty from the stack's database with pg_dump, as before any escrow event of these orders). The service process (test/support/service-process.ts, the startService of npm start: migrations, pg-boss, workers, credentials) is timed from spawn to its READY line, ${STARTS} fresh starts on a migrated empty database (a second database, made the same way) and ${STARTS} with the orders stored, after the load, alternated (empty, loaded, loaded, empty, ...) so both see the same minutes; "no slower" allows ${Math.round((STARTUP_TOLERANCE - 1) * 100)}% for the machine's noise.`,
         `One partner holds every order (bench/lib/bulk.ts, copies of a real order, statuses ${LIST_MIX.map((share) => `${share.status} ${share.percent}%`).join(", ")}, over a year), inserted in batches of ${batch} with the secondary indexes and foreign keys of orders and quotes dropped and put back after (every row validated then); each open order has its pg-boss timer; then VACUUM ANALYZE and a CHECKPOINT (the load's dirty pages written before the timed starts rather than during them).`,
         "GET /orders with no parameters (first page, newest first, with its total) and the public book, autocannon, 10 connections; RSS (VmRSS) read right after all three runs.",
         BOOK_VISITORS_NOTE,
@@ -168,8 +187,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     };
   } finally {
     await service?.stop();
-    await pool.end();
-    await stack.pool.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await opened?.end();
+    for (const database of names) await stack.pool.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   }
 }
 

@@ -9,7 +9,7 @@ import { createEscrowGateway, lockPermitDeadline } from "../../src/chain/escrow-
 import { unsanctionedSandboxAccounts } from "../../src/stack/local-node.ts";
 import { assertMined, benchTerms, depositCall, fastWallet, fundedSeller, GAS, lockCall, rpcClient, termsFromApi, type ApiDeposit, type FastWallet } from "../lib/chain.ts";
 import { closedLoop, RefusedRequestsError, requireNoFailures, type ClosedLoopResult } from "../lib/load.ts";
-import { cpuSharesMeasure, measureCpuShares, type CpuShares } from "../lib/cpu-shares.ts";
+import { cpuSharesMeasure, cpuSharesTotal, measureCpuShares, type CpuShares } from "../lib/cpu-shares.ts";
 import { median, nowMs, percentile, round } from "../lib/stats.ts";
 import { ensureUser, quoteAndOrder, type BenchStack, type Partner } from "../lib/stack.ts";
 import { meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
@@ -133,10 +133,9 @@ export async function runTrades(
   const trades = await closedLoop({ concurrency: pipelines, durationMs, maxUnits: maxTrades }, trade);
   const cpu = await cpuOverTrades();
   const cpuMs = (seconds: number) => (trades.units > 0 ? ((seconds * 1000) / trades.units).toFixed(1) : "-");
-  const cpuTotal = Object.values(cpu.groups).reduce((sum, seconds) => sum + seconds, 0);
   log(
     `${trades.units} trades to ${finalStatus} in ${trades.elapsedSeconds} s: ${trades.unitsPerSecond} trades/s, p50 ${trades.latencyMs.p50} ms (failures ${trades.failures}); ` +
-      `CPU a trade ${cpuMs(cpuTotal)} ms, the service's processes ${cpuMs(cpu.groups.service ?? 0)} ms`,
+      `CPU a trade ${cpuMs(cpuSharesTotal(cpu))} ms, the service's processes ${cpuMs(cpu.groups.service ?? 0)} ms`,
   );
   return { finalStatus, payAvailable, trades, stages, orders, sellers, buyers: buyers.length, cpu };
 }

@@ -10,9 +10,9 @@ import { rpcClient } from "../lib/chain.ts";
 import type { ReadyChild } from "../lib/child.ts";
 import { addCpuShares, cpuSharesMeasure } from "../lib/cpu-shares.ts";
 import { RefusedRequestsError, requireNoFailures } from "../lib/load.ts";
-import { settleDeliveries, type BenchStack } from "../lib/stack.ts";
+import { settleDeliveries, waitForNone, type BenchStack } from "../lib/stack.ts";
 import { round } from "../lib/stats.ts";
-import { meets, ratio, sleep, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
+import { meets, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 import { runTrades, stagePercentiles, tradeLoad, type TradeRun } from "./trades.ts";
 
 const SETTLE_MS = 60_000;
@@ -32,17 +32,6 @@ interface TradeChecks {
   webhookDuplicates: number;
   webhooksMissing: number;
   noneLost: boolean;
-}
-
-/** Polls `query` (a count) until it returns 0 or `timeoutMs` passes; returns the last count. */
-async function waitForNone(stack: BenchStack, query: string, values: unknown[], timeoutMs: number): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await stack.pool.query<{ n: number }>(query, values);
-    const n = rows[0]!.n;
-    if (n === 0 || Date.now() > deadline) return n;
-    await sleep(250);
-  }
 }
 
 async function checkTrades(stack: BenchStack, run: Pick<TradeRun, "orders" | "finalStatus" | "payAvailable">, fromBlock: Hex): Promise<TradeChecks> {

@@ -109,9 +109,14 @@ export function addCpuShares(stretches: CpuShares[]): CpuShares {
   return { seconds, groups, machineBusyFraction: round(seconds > 0 ? busy / seconds : 0, 2)! };
 }
 
+/** CPU seconds of every group counted over the stretch (the rest of the machine's busy time included). */
+export function cpuSharesTotal(shares: CpuShares): number {
+  return Object.values(shares.groups).reduce((sum, value) => sum + value, 0);
+}
+
 /** The breakdown as a figure's extra row: CPU milliseconds a unit (a trade) by group, each with its share. */
 export function cpuSharesMeasure(label: string, shares: CpuShares, units: number) {
-  const total = Object.values(shares.groups).reduce((sum, value) => sum + value, 0);
+  const total = cpuSharesTotal(shares);
   const detail: Record<string, string | number> = { machineBusy: shares.machineBusyFraction };
   for (const [group, seconds] of Object.entries(shares.groups).sort((a, b) => b[1] - a[1])) {
     detail[group] = `${round((seconds * 1000) / units, 1)} ms (${round((100 * seconds) / total, 0)}%)`;

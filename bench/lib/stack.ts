@@ -187,14 +187,18 @@ export async function quoteAndOrder(stack: Pick<BenchStack, "api">, partner: Par
  */
 export async function settleDeliveries(bench: Pick<BenchStack, "pool">, budgetMs: number, log: (line: string) => void): Promise<void> {
   const started = Date.now();
-  const deadline = started + budgetMs;
-  let pending: number;
-  for (;;) {
-    const { rows } = await bench.pool.query<{ n: string }>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'");
-    pending = Number(rows[0]!.n);
-    if (pending === 0 || Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+  const pending = await waitForNone(bench, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at <= now() + interval '5 seconds'", [], budgetMs);
   if (pending > 0) log(`${pending} webhook deliveries still due after waiting ${budgetMs / 1000} s; going on`);
   else if (Date.now() - started > 1_000) log(`waited ${((Date.now() - started) / 1000).toFixed(1)} s for the webhook delivery backlog to drain`);
+}
+
+/** Polls `query` (a count, as `n`) until it returns 0 or `timeoutMs` passes; returns the last count. */
+export async function waitForNone(bench: Pick<BenchStack, "pool">, query: string, values: unknown[], timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await bench.pool.query<{ n: number }>(query, values);
+    const n = rows[0]!.n;
+    if (n === 0 || Date.now() > deadline) return n;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }

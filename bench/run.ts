@@ -181,7 +181,7 @@ const report: RunReport = {
   code,
   machine: machineInfo(postgres),
   loadAverage: { start: loadStart, end: loadAverage(), samples: loadSamples },
-  stack: { services: "Hardhat node (automine), escrow + TestUSDC, Ponder 0.17.7, PostgreSQL, service child process (test/support/service-process.ts), webhook receiver" },
+  stack: { services: "Hardhat node (automine; a block every 250 ms while figures 5 and 9 run their trades), escrow + TestUSDC, Ponder 0.17.7, PostgreSQL, service child process (test/support/service-process.ts), webhook receiver" },
   figures: results,
 };
 if (results.length > 0) {

@@ -1,7 +1,8 @@
 // Wallets that send escrow transactions straight to the local Hardhat node, the way a seller's or a
 // buyer's wallet does: locally signed, with their own nonce counter, no estimate round trips. On the
-// Hardhat node (automine) eth_sendRawTransaction answers once the transaction is mined, so the moment
-// the call returns is the moment the transaction's block exists (checked by `sendMined`). One wallet's
+// Hardhat node under automine eth_sendRawTransaction answers once the transaction is mined, so the moment
+// the call returns is the moment the transaction's block exists (checked by `sendMined`); under interval
+// mining (`withIntervalMining`) it answers once the transaction is pending. One wallet's
 // sends go out one after another (a queue per wallet), so pipelines sharing a wallet never send a
 // nonce ahead of the one before it (which automine would hold back instead of mining).
 import { randomBytes } from "node:crypto";
@@ -104,6 +105,22 @@ export interface Receipt {
   status: string;
   blockNumber: string;
   logs: unknown[];
+}
+
+/**
+ * Runs `work` with the node mining a block every `blockMs` (automine off), as an L2's sequencer does, then
+ * puts automine back (and mines what is still pending), which the figures outside it rely on.
+ */
+export async function withIntervalMining<T>(rpc: Rpc, blockMs: number, work: () => Promise<T>): Promise<T> {
+  await rpc.call("evm_setAutomine", [false]);
+  await rpc.call("evm_setIntervalMining", [blockMs]);
+  try {
+    return await work();
+  } finally {
+    await rpc.call("evm_setIntervalMining", [0]);
+    await rpc.call("evm_setAutomine", [true]);
+    await rpc.call("evm_mine");
+  }
 }
 
 /** Sends and checks the receipt is already there (automine) and successful; returns the hash. */

@@ -2,7 +2,7 @@ import { Counter, type Registry } from "prom-client";
 import type { Hex } from "viem";
 import { eventTable, INDEXER_TABLES, indexerTablesMissing, qualifiedTable, readIndexerHead, type IndexerHead } from "./indexer-tables.ts";
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
-import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
+import type { Pool, PoolClient } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { prepared, withTransaction } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
@@ -93,8 +93,6 @@ export interface EscrowEventConsumerOptions {
    */
   pollIntervalMs?: number;
   batchSize?: number;
-  /** Sessions that apply a batch's events at once (default APPLY_LANES). */
-  lanes?: number;
   /** Sanctions screening of the seller wallet a deposit reveals (the seller is our user), and of the buyer's at the lock. */
   isSanctioned?: (address: string) => boolean;
   /** The list entry naming a sanctioned address, for the hold's record. */
@@ -123,43 +121,6 @@ const CONSUMER_LOCK = "escrow-event-consumer";
 const REPLACEABLE_TX_HASH: Record<string, ReplaceableTxHash | undefined> = { Deposited: "escrowTxHash", Released: "releaseTxHash", Refunded: "refundTxHash" };
 /** Events applied in one transaction at most: few enough that the order row locks it holds stay brief. */
 const EVENTS_PER_TRANSACTION = 50;
-/**
- * Sessions applying a batch's events at once. One session applied about 50 events a second on the 2-core
- * bench machine, busy all the time, when blocks came every 250 ms with many trades' events each
- * (docs/benchmarks.md, stop 50): an event waits on several round trips, each on cores the rest share.
- */
-export const APPLY_LANES = 4;
-
-/** The batch's events that failed in a lane: the first of them, and why. */
-class LaneStopped extends Error {
-  readonly row: BatchRow;
-  readonly error: unknown;
-  constructor(row: BatchRow, error: unknown) {
-    super(`escrow event ${row.id} could not be applied`, { cause: error });
-    this.row = row;
-    this.error = error;
-  }
-}
-
-/**
- * The batch's events split into at most `lanes` lanes: all the events of an order in one lane, in chain
- * order; orders dealt round the lanes as they first appear. Orders move independently of one another, so
- * only an order's own events need each other's order.
- */
-export function lanesOf<T extends { order_id: string | null }>(rows: T[], lanes: number): T[][] {
-  const laneOfOrder = new Map<string, number>();
-  const split: T[][] = [];
-  for (const row of rows) {
-    const order = row.order_id?.toLowerCase() ?? "";
-    let lane = laneOfOrder.get(order);
-    if (lane === undefined) {
-      lane = laneOfOrder.size % lanes;
-      laneOfOrder.set(order, lane);
-    }
-    (split[lane] ??= []).push(row);
-  }
-  return split;
-}
 
 /**
  * The channel Ponder (0.17) notifies when it commits a live block, a reorg or a finalization: a
@@ -174,10 +135,9 @@ export function indexerNotifyChannel(schema: string): string {
 }
 
 /**
- * Feeds the indexer's escrow events to the order actors, each order's in chain order (block number, log
- * index), from a cursor persisted per indexer schema. A batch's events are applied on several sessions
- * at once, each order's in one of them (`lanesOf`), and the cursor moves past the batch once all are
- * applied; `applied_chain_events` makes an event replayed after a crash in between change nothing. Reorganisations: an
+ * Feeds the indexer's escrow events to the order actors in chain order (block number, log index),
+ * from a cursor persisted per indexer schema. Each event is applied and the cursor advanced in one
+ * transaction, and `applied_chain_events` makes a replayed event change nothing. Reorganisations: an
  * event is applied only when `confirmations` blocks are indexed on top of it; until then Ponder may
  * still delete it (orphaned block) and it is simply never seen. A deeper one, which removes an event
  * already applied, is noticed when the cursor's event is gone from an indexed block: each applied event
@@ -194,7 +154,6 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   const table = eventTable(indexerSchema);
   const pollMs = options.pollIntervalMs ?? 250;
   const batchSize = options.batchSize ?? 200;
-  const lanes = options.lanes ?? APPLY_LANES;
   let orphanedEvents = 0;
   let running = false;
   let loop: Promise<void> | undefined;
@@ -249,9 +208,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     return rows[0]?.flagged ?? false;
   }
 
-  /** Events in chain order, in `tx`. */
-  async function applyEvents(tx: PoolClient, rows: BatchRow[]): Promise<void> {
+  /** Events in chain order, then the cursor after the last of them: one cursor write a group. */
+  async function applyGroup(tx: PoolClient, rows: BatchRow[]): Promise<void> {
     for (const row of rows) await applyEvent(tx, row);
+    const last = rows.at(-1);
+    if (last) await moveCursor(tx, last.block_number, last.log_index, last.block_hash);
   }
 
   /**
@@ -305,8 +266,8 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     if (replaced.changed) logger.warn({ orderId, chainEvent: row.event_name, orphanedTxHash: orphaned.transaction_hash, txHash: row.transaction_hash }, "an orphaned escrow event is on the chain again under another transaction; the order records the new one");
   }
 
-  async function moveCursor(db: Queryable, block: string, logIndex: number, blockHash: string | null): Promise<void> {
-    await db.query(
+  async function moveCursor(tx: PoolClient, block: string, logIndex: number, blockHash: string | null): Promise<void> {
+    await tx.query(
       prepared(
         `INSERT INTO chain_cursor (name, block_number, log_index, block_hash) VALUES ($1, $2, $3, $4)
          ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, log_index = EXCLUDED.log_index, block_hash = EXCLUDED.block_hash, updated_at = now()`,
@@ -433,36 +394,11 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   }
 
   /**
-   * One lane's events in chain order, up to EVENTS_PER_TRANSACTION a transaction (a busy chain's events
-   * then cost one commit, not one each). An event that fails takes its group back with it: the group is
-   * then applied one event a transaction, so the events before the failing one stay applied, and the lane
-   * stops there (LaneStopped).
-   */
-  async function applyLane(rows: BatchRow[]): Promise<void> {
-    for (let start = 0; start < rows.length; start += EVENTS_PER_TRANSACTION) {
-      const group = rows.slice(start, start + EVENTS_PER_TRANSACTION);
-      try {
-        await withTransaction(pool, (tx) => applyEvents(tx, group));
-      } catch (error) {
-        if (group.length === 1) throw new LaneStopped(group[0]!, error);
-        logger.warn({ err: error, events: group.length }, "escrow event group failed; applying its events one at a time");
-        for (const row of group) {
-          try {
-            await withTransaction(pool, (tx) => applyEvents(tx, [row]));
-          } catch (failure) {
-            throw new LaneStopped(row, failure);
-          }
-        }
-      }
-    }
-  }
-
-  /**
-   * Applies the next batch of final-enough events, its lanes at once; returns whether more may be waiting
-   * (a full batch, or a reorganisation's recovery), to be read at once rather than at the next
-   * notification. When every lane is through, the cursor moves past the batch. When one stopped at an event,
-   * every event before it in chain order is applied (each lane applies in chain order and stops at its
-   * first failure), so the cursor moves up to it, and it alone is retried with what follows it.
+   * Applies the next batch of final-enough events; returns whether more may be waiting (a full batch, or
+   * a reorganisation's recovery), to be read at once rather than at the next notification. Up to
+   * EVENTS_PER_TRANSACTION events go in one transaction (a busy chain's events then cost one commit, not
+   * one each). An event that fails takes its group back with it: the group is then applied one event a
+   * transaction, so the events before the failing one stay applied and it alone is retried.
    */
   async function pollOnce(): Promise<boolean> {
     const rows = await nextBatch();
@@ -470,20 +406,17 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
       await recoverFromReorg(rows.reorg, rows.cursorBlock);
       return true;
     }
-    const outcomes = await Promise.allSettled(lanesOf(rows, lanes).map(applyLane));
-    const failures = outcomes.flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason as unknown] : []));
-    if (failures.length === 0) {
-      const last = rows.at(-1);
-      if (last) await moveCursor(pool, last.block_number, last.log_index, last.block_hash);
-      return rows.length >= batchSize;
+    for (let start = 0; start < rows.length; start += EVENTS_PER_TRANSACTION) {
+      const group = rows.slice(start, start + EVENTS_PER_TRANSACTION);
+      try {
+        await withTransaction(pool, (tx) => applyGroup(tx, group));
+      } catch (error) {
+        if (group.length === 1) throw error;
+        logger.warn({ err: error, events: group.length }, "escrow event group failed; applying its events one at a time");
+        for (const row of group) await withTransaction(pool, (tx) => applyGroup(tx, [row]));
+      }
     }
-    const stops = failures.filter((failure): failure is LaneStopped => failure instanceof LaneStopped);
-    // A failure outside any event (none expected) leaves the cursor where it is: the batch is read again.
-    if (stops.length < failures.length) throw failures.find((failure) => !(failure instanceof LaneStopped));
-    const firstFailed = Math.min(...stops.map((stop) => rows.indexOf(stop.row)));
-    const applied = rows[firstFailed - 1];
-    if (applied) await moveCursor(pool, applied.block_number, applied.log_index, applied.block_hash);
-    throw stops.find((stop) => rows.indexOf(stop.row) === firstFailed)!.error;
+    return rows.length >= batchSize;
   }
 
   /**

@@ -21,6 +21,12 @@ export interface OrderEffectPorts {
   cancelTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
   sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string; params?: { outcome: DisputeOutcome } }): Promise<void>;
   verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;
+  /**
+   * These ports with the jobs they queue in `tx` (timers, transactions, deliveries) held back, and `flush`
+   * to write them, which the caller awaits before `tx` commits: many transitions in one transaction (a
+   * block's chain events) then write their jobs in one statement a queue rather than one a job.
+   */
+  gatheringJobs(tx: Queryable): { ports: OrderEffectPorts; flush(): Promise<void> };
 }
 
 export interface OrderNotification {

@@ -208,9 +208,14 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     return rows[0]?.flagged ?? false;
   }
 
-  /** Events in chain order, then the cursor after the last of them: one cursor write a group. */
+  /**
+   * Events in chain order, then the cursor after the last of them: one cursor write a group, and the jobs
+   * the group's transitions queue (timers, deliveries) written together at its end.
+   */
   async function applyGroup(tx: PoolClient, rows: BatchRow[]): Promise<void> {
-    for (const row of rows) await applyEvent(tx, row);
+    const held = ports.gatheringJobs(tx);
+    for (const row of rows) await applyEvent(tx, row, held.ports);
+    await held.flush();
     const last = rows.at(-1);
     if (last) await moveCursor(tx, last.block_number, last.log_index, last.block_hash);
   }
@@ -220,7 +225,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
    * is. Returns whether the event was new to the service (false: applied before, or no order of ours).
    * The order is the one the batch's read found beside the event (`service_order_id`), or else looked up.
    */
-  async function applyEvent(tx: PoolClient, row: EscrowEventRow & { service_order_id?: string | null }): Promise<boolean> {
+  async function applyEvent(tx: PoolClient, row: EscrowEventRow & { service_order_id?: string | null }, effectPorts = ports): Promise<boolean> {
     const event = await withLockFacts(tx, toOrderEvent(row));
     if (!event || !row.order_id) return false;
     const orderId =
@@ -233,8 +238,8 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     }
     // Keyed by block hash too: Ponder's id (chain-block-log) repeats on a new local chain or another branch.
     const chainEvent = { id: `${row.id}:${row.block_hash}`, indexerSchema, blockNumber: row.block_number, eventName: row.event_name, txHash: row.transaction_hash };
-    const result = await applyOrderEvent(pool, ports, orderId, event, { chainEvent, tx });
-    if (!result.replayed && !result.changed) await followReplacedTransaction(tx, orderId, row);
+    const result = await applyOrderEvent(pool, effectPorts, orderId, event, { chainEvent, tx });
+    if (!result.replayed && !result.changed) await followReplacedTransaction(tx, orderId, row, effectPorts);
     if (result.changed && event.type === "DEPOSIT_CONFIRMED" && options.isSanctioned?.(event.seller)) {
       // The user's own wallet is listed: later quotes and orders answer USER_SANCTIONED.
       await tx.query("UPDATE users SET is_sanctioned = true, updated_at = now() WHERE id = (SELECT user_id FROM orders WHERE id = $1)", [orderId]);
@@ -252,7 +257,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
    * kind, this one is its replacement on the canonical chain (the escrow deposits, releases and refunds an
    * order once), and the hash the order records follows it.
    */
-  async function followReplacedTransaction(tx: PoolClient, orderId: string, row: EscrowEventRow): Promise<void> {
+  async function followReplacedTransaction(tx: PoolClient, orderId: string, row: EscrowEventRow, effectPorts: OrderEffectPorts): Promise<void> {
     const field = REPLACEABLE_TX_HASH[row.event_name];
     if (!field) return;
     const { rows } = await tx.query<{ transaction_hash: string }>(
@@ -262,7 +267,7 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
     );
     const orphaned = rows[0];
     if (!orphaned) return;
-    const replaced = await applyOrderEvent(pool, ports, orderId, { type: "CHAIN_TX_REPLACED", field, orphanedTxHash: orphaned.transaction_hash, txHash: row.transaction_hash, at: unixToIso(row.block_timestamp) }, { tx });
+    const replaced = await applyOrderEvent(pool, effectPorts, orderId, { type: "CHAIN_TX_REPLACED", field, orphanedTxHash: orphaned.transaction_hash, txHash: row.transaction_hash, at: unixToIso(row.block_timestamp) }, { tx });
     if (replaced.changed) logger.warn({ orderId, chainEvent: row.event_name, orphanedTxHash: orphaned.transaction_hash, txHash: row.transaction_hash }, "an orphaned escrow event is on the chain again under another transaction; the order records the new one");
   }
 

@@ -1,8 +1,9 @@
 import { prepared, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { PgBoss } from "../jobs/boss.ts";
+import { jobWritesAtOnce, type JobWrites } from "../jobs/job-writes.ts";
 import { ORDER_EVENT_TYPES, type EventType } from "../orders/machine.ts";
-import { enqueueAttempts } from "./queue.ts";
+import { writeAttempts } from "./queue.ts";
 
 /** The event kinds an outbox row may carry: the order's (orders/machine.ts owns the list). */
 export const EVENT_TYPES = ORDER_EVENT_TYPES;
@@ -43,7 +44,7 @@ export interface RecordedEvent {
  * the name of an earlier CTE of the statement returning the order's row as `(id, webhook_url)` (one row when
  * the events are to be recorded, none when not). The result column `event_deliveries` holds the deliveries'
  * ids, `event_sequences` the events' sequences, each in the events' order (null for none). After the
- * statement, `complete` queues the deliveries' first attempts in the same transaction.
+ * statement, `complete` queues the deliveries' first attempts in the same transaction, through `jobWritesIn`.
  *
  * - `sequence` is 1, 2, 3... per order in the order events are recorded (and committed): a counter row
  *   per order, moved by the number of events and locked until commit, hands them out even without the
@@ -53,7 +54,7 @@ export interface RecordedEvent {
  * - A partner without a webhook URL gets no delivery record: the event is still stored with its
  *   sequence (the order's event history), but setting a URL later does not send past events.
  */
-export function orderEventsStatement(events: OutboxEvent[], options: { orderRow: string; at: number }, queue: { boss: PgBoss }) {
+export function orderEventsStatement(events: OutboxEvent[], options: { orderRow: string; at: number }, jobWritesIn: (tx: Queryable) => JobWrites) {
   const payloads = events.map((event) => {
     if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
     for (const field of CORE_FIELDS) {
@@ -115,9 +116,8 @@ export function orderEventsStatement(events: OutboxEvent[], options: { orderRow:
         const deliveryId = deliveries.has(payload.deliveryId) ? payload.deliveryId : null;
         return [{ eventId: payload.eventId, sequence, deliveryId, body: `${payload.beforeSequence}${sequence}${payload.afterSequence}` }];
       });
-      await enqueueAttempts(
-        queue.boss,
-        tx,
+      await writeAttempts(
+        jobWritesIn(tx),
         recorded.flatMap(({ deliveryId }) => (deliveryId ? [{ job: { deliveryId, series: 1, attempt: 1 } }] : [])),
       );
       return recorded;
@@ -134,7 +134,7 @@ export function orderEventsStatement(events: OutboxEvent[], options: { orderRow:
  */
 export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { boss: PgBoss }): Promise<RecordedEvent> {
   // The order's owner is checked in the statement: the counter moves only for an order of this partner.
-  const recording = orderEventsStatement([event], { orderRow: "event_order", at: 1 }, queue);
+  const recording = orderEventsStatement([event], { orderRow: "event_order", at: 1 }, (tx) => jobWritesAtOnce(queue.boss, tx));
   const { rows } = await tx.query<{ partner_id: string; event_deliveries: string[] | null; event_sequences: number[] | null }>(
     prepared(
       `WITH owner AS (SELECT o.id, o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),

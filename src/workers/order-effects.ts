@@ -1,11 +1,12 @@
 import type { Hex } from "viem";
 import type { EscrowStatus } from "../chain/escrow-gateway.ts";
 import { TransactionNotYetMinedError, TransactionNotYetPossibleError, recordTransactionRequest, type TransactionSender } from "../chain/transaction-sender.ts";
-import type { Pool } from "../db/pool.ts";
+import type { Pool, Queryable } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
 import { orderEventsStatement } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
+import { gatheredJobWrites, jobWritesAtOnce, type JobWrites } from "../jobs/job-writes.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed, settlingEachJob } from "../jobs/retry.ts";
 import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, timerJobId, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
@@ -14,27 +15,36 @@ import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIF
  * transaction. Timers are delayed jobs (never in-memory delays), so a restart loses none.
  */
 export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
+  return effectPorts(boss, (tx) => jobWritesAtOnce(boss, tx));
+}
+
+function effectPorts(boss: PgBoss, jobWritesIn: (tx: Queryable) => JobWrites): OrderEffectPorts {
   return {
     recordEvents(events, options) {
-      return orderEventsStatement(events, options, { boss });
+      return orderEventsStatement(events, options, jobWritesIn);
     },
     async startTimer(tx, timer) {
-      await boss.send(ORDER_TIMER_QUEUE, timer satisfies TimerJob, { id: timerJobId(timer), startAfter: new Date(timer.dueAt), ...inTransaction(tx) });
+      await jobWritesIn(tx).insert(ORDER_TIMER_QUEUE, [{ id: timerJobId(timer), data: timer satisfies TimerJob, startAfter: new Date(timer.dueAt) }]);
     },
     async cancelTimer(tx, timer) {
-      await boss.deleteJob(ORDER_TIMER_QUEUE, timerJobId(timer), inTransaction(tx));
+      await jobWritesIn(tx).delete(ORDER_TIMER_QUEUE, [timerJobId(timer)]);
     },
     async sendTransaction(tx, request) {
       const transactionId = await recordTransactionRequest(tx, request);
-      if (transactionId) await boss.send(CHAIN_SEND_QUEUE, { transactionId } satisfies ChainSendJob, inTransaction(tx));
+      if (transactionId) await jobWritesIn(tx).insert(CHAIN_SEND_QUEUE, [{ data: { transactionId } satisfies ChainSendJob }]);
     },
     async verifyPayment(tx, request) {
       // One job per order at a time (the queue is `exclusive` by order id): when the order already has
       // one, nothing is added, and that job takes the new report up in turn (decisions 19). A job still
       // waiting for a retried report's time is made due now, so the new report is not kept waiting.
+      // Written at once whatever the mode: whether it was added decides the update.
       const db = inTransaction(tx);
       const sent = await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: request.orderId } satisfies PaymentVerificationJob, { singletonKey: request.orderId, ...db });
       if (!sent) await boss.update(PAYMENT_VERIFY_QUEUE, undefined, { singletonKey: request.orderId, startAfter: new Date(), ...db });
+    },
+    gatheringJobs(tx) {
+      const held = gatheredJobWrites(boss, tx);
+      return { ports: effectPorts(boss, (other) => (other === tx ? held : jobWritesIn(other))), flush: held.flush };
     },
   };
 }

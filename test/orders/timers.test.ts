@@ -3,7 +3,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import type { Hex } from "viem";
-import { ORDER_TIMER_QUEUE, timerJobId } from "../../src/jobs/queues.ts";
+import type { PoolClient } from "../../src/db/pool.ts";
+import { DELIVERY_QUEUE, ORDER_TIMER_QUEUE, timerJobId } from "../../src/jobs/queues.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
 import { placeOrder, sentToChain, startTradeStack, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
@@ -131,4 +132,42 @@ test("a timer a worker already holds when the transition deletes it is gone, and
   assert.equal(affected(await stack.service.boss.complete(ORDER_TIMER_QUEUE, jobId)), 0);
   assert.equal(affected(await stack.service.boss.fail(ORDER_TIMER_QUEUE, jobId, new Error("as a handler that threw"))), 0);
   assert.equal((await waitForStatus(stack, order.id, "ACTIVE")).status, "ACTIVE");
+});
+
+test("transitions applied together in one transaction (a block's deposits) queue their timers and deliveries in one statement each", async () => {
+  const orders = [await placeOrder(stack), await placeOrder(stack), await placeOrder(stack)];
+  const listingExpiresAt = new Date(Date.now() + 3_600_000).toISOString();
+  const client = await stack.service.pool.connect();
+  const jobStatements: string[] = [];
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const counted = Object.assign(Object.create(client) as PoolClient, {
+    query: (...args: unknown[]) => {
+      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text: string }).text;
+      if (text.includes("pgboss")) jobStatements.push(text);
+      return query(...args);
+    },
+  });
+  try {
+    await client.query("BEGIN");
+    const gathering = orderEffectPorts(stack.service.boss).gatheringJobs(counted);
+    for (const [n, order] of orders.entries()) {
+      const event = { type: "DEPOSIT_CONFIRMED" as const, txHash: `0x${String(n + 1).padStart(64, "0")}`, seller: "0x000000000000000000000000000000000000dEaD", listingExpiresAt, at: new Date().toISOString() };
+      assert.equal((await applyOrderEvent(stack.service.pool, gathering.ports, order.id, event, { tx: counted })).status, "ACTIVE");
+    }
+    assert.deepEqual(jobStatements, [], "no job is written before the flush");
+    await gathering.flush();
+    await client.query("COMMIT");
+  } finally {
+    client.release();
+  }
+  assert.equal(jobStatements.length, 3, "the deliveries' insert, the listing timers' insert, the deposit timers' delete");
+  for (const order of orders) {
+    assert.deepEqual(await timerJobs(order.id), [{ timer: "LISTING_TIMEOUT", dueAt: listingExpiresAt }]);
+    const { rows } = await stack.service.pool.query<{ queued: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pgboss.job j WHERE j.name = $2 AND j.data->>'deliveryId' = d.id) AS queued
+         FROM webhook_deliveries d WHERE d.order_id = $1 AND d.event_type = 'order.deposit_confirmed'`,
+      [order.id, DELIVERY_QUEUE],
+    );
+    assert.deepEqual(rows.map((row) => row.queued), [true], "order.deposit_confirmed recorded with its delivery's job");
+  }
 });

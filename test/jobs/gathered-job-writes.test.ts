@@ -1,0 +1,117 @@
+// Job writes gathered over one transaction (a block's escrow events applied together): written at the
+// flush in one statement a queue, with the effect of each write made in its own order.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import pg from "pg";
+import type { Queryable } from "../../src/db/pool.ts";
+import { startJobs, type PgBoss } from "../../src/jobs/boss.ts";
+import { gatheredJobWrites, jobWritesAtOnce } from "../../src/jobs/job-writes.ts";
+import { createOrderQueues, DELIVERY_QUEUE, ensureDeliveryQueues, ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
+import { createLogger } from "../../src/logger.ts";
+import { createTestDatabase } from "../support/database.ts";
+
+let database: { url: string; drop(): Promise<void> };
+let pool: pg.Pool;
+let boss: PgBoss;
+
+before(async () => {
+  database = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: database.url, max: 3 });
+  boss = await startJobs(database.url, createLogger("silent"));
+  await createOrderQueues(boss);
+  await ensureDeliveryQueues(boss, 5000);
+});
+after(async () => {
+  await boss?.stop({ graceful: false });
+  await pool?.end();
+  await database?.drop();
+});
+
+const later = () => new Date(Date.now() + 3_600_000);
+const uuid = () => crypto.randomUUID();
+
+/** Runs `work` in a transaction on a session whose statements are counted. */
+async function inCountedTransaction(work: (tx: Queryable, statements: () => number) => Promise<void>): Promise<void> {
+  const client = await pool.connect();
+  let count = 0;
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const tx = { query: (...args: unknown[]) => ((count += 1), query(...args)) } as Queryable;
+  try {
+    await client.query("BEGIN");
+    await work(tx, () => count);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK");
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function queued(queue: string, ids: string[]): Promise<string[]> {
+  const { rows } = await pool.query<{ id: string }>("SELECT id::text FROM pgboss.job WHERE name = $1 AND id = ANY($2::uuid[]) ORDER BY id", [queue, ids]);
+  return rows.map((row) => row.id);
+}
+
+test("gathered job writes reach the database only at the flush, in one statement a queue and kind", async () => {
+  const cancelled = [uuid(), uuid()];
+  await jobWritesAtOnce(boss, pool).insert(ORDER_TIMER_QUEUE, cancelled.map((id) => ({ id, data: { n: id }, startAfter: later() })));
+  const timers = [uuid(), uuid(), uuid()];
+  const deliveries = [uuid(), uuid(), uuid()];
+  await inCountedTransaction(async (tx, statements) => {
+    const writes = gatheredJobWrites(boss, tx);
+    for (const [n, timer] of timers.entries()) {
+      await writes.insert(DELIVERY_QUEUE, [{ id: deliveries[n]!, data: { deliveryId: `whd_${n}`, series: 1, attempt: 1 } }]);
+      await writes.delete(ORDER_TIMER_QUEUE, cancelled.slice(n, n + 1));
+      await writes.insert(ORDER_TIMER_QUEUE, [{ id: timer, data: { n }, startAfter: later() }]);
+    }
+    assert.equal(statements(), 0, "nothing is written before the flush");
+    await writes.flush();
+    assert.equal(statements(), 3, "one insert a queue, one delete");
+  });
+  assert.deepEqual(await queued(ORDER_TIMER_QUEUE, [...timers, ...cancelled]), [...timers].sort());
+  assert.deepEqual(await queued(DELIVERY_QUEUE, deliveries), [...deliveries].sort());
+});
+
+test("a job cancelled and queued again under the same id in one flush stays queued, one queued then cancelled does not", async () => {
+  const requeued = uuid();
+  const dropped = uuid();
+  await jobWritesAtOnce(boss, pool).insert(ORDER_TIMER_QUEUE, [{ id: requeued, data: {}, startAfter: later() }]);
+  await inCountedTransaction(async (tx) => {
+    const writes = gatheredJobWrites(boss, tx);
+    await writes.delete(ORDER_TIMER_QUEUE, [requeued]);
+    await writes.insert(ORDER_TIMER_QUEUE, [{ id: requeued, data: { again: true }, startAfter: later() }]);
+    await writes.insert(ORDER_TIMER_QUEUE, [{ id: dropped, data: {}, startAfter: later() }]);
+    await writes.delete(ORDER_TIMER_QUEUE, [dropped]);
+    await writes.flush();
+  });
+  assert.deepEqual(await queued(ORDER_TIMER_QUEUE, [requeued, dropped]), [requeued]);
+  const { rows } = await pool.query<{ data: { again?: boolean } }>("SELECT data FROM pgboss.job WHERE id = $1", [requeued]);
+  assert.equal(rows[0]!.data.again, true, "the job queued after the cancel is the one kept");
+});
+
+test("one id queued twice in one flush is written once, the first as a second insert would leave it", async () => {
+  const id = uuid();
+  await inCountedTransaction(async (tx) => {
+    const writes = gatheredJobWrites(boss, tx);
+    await writes.insert(ORDER_TIMER_QUEUE, [{ id, data: { first: true }, startAfter: later() }]);
+    await writes.insert(ORDER_TIMER_QUEUE, [{ id, data: { first: false }, startAfter: later() }]);
+    await writes.flush();
+  });
+  const { rows } = await pool.query<{ data: { first: boolean } }>("SELECT data FROM pgboss.job WHERE id = $1", [id]);
+  assert.deepEqual(rows.map((row) => row.data.first), [true]);
+});
+
+test("gathered writes of a transaction rolled back leave no job", async () => {
+  const id = uuid();
+  await assert.rejects(
+    inCountedTransaction(async (tx) => {
+      const writes = gatheredJobWrites(boss, tx);
+      await writes.insert(ORDER_TIMER_QUEUE, [{ id, data: {}, startAfter: later() }]);
+      await writes.flush();
+      throw new Error("the transaction fails after the flush");
+    }),
+    /fails after the flush/,
+  );
+  assert.deepEqual(await queued(ORDER_TIMER_QUEUE, [id]), []);
+});

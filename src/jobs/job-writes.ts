@@ -27,22 +27,22 @@ type Write = { kind: "insert"; queue: string; jobs: JobInsert[] } | { kind: "del
 /**
  * Writes held back until `flush`, which the caller awaits before its transaction commits: many
  * transitions applied in one transaction (a block's escrow events) then write their timers and deliveries
- * in one statement a queue, not one a job. Writes to distinct job ids commute, so they are gathered by
- * queue, inserts before deletes; when one id is both inserted and deleted, the writes keep their order (runs
- * of one kind and queue still go together).
+ * in one statement a queue, not one a job. Writes to distinct job ids commute (a job without an id is new),
+ * so they are gathered by queue, inserts before deletes; when one id is both inserted and deleted, the
+ * writes keep their order (runs of one kind and queue still go together).
  */
 export function gatheredJobWrites(boss: PgBoss, tx: Queryable): JobWrites & { flush(): Promise<void> } {
-  let held: Write[] = [];
+  let pending: Write[] = [];
   return {
     async insert(queue, jobs) {
-      if (jobs.length > 0) held.push({ kind: "insert", queue, jobs });
+      if (jobs.length > 0) pending.push({ kind: "insert", queue, jobs });
     },
     async delete(queue, ids) {
-      if (ids.length > 0) held.push({ kind: "delete", queue, ids });
+      if (ids.length > 0) pending.push({ kind: "delete", queue, ids });
     },
     async flush() {
-      const writes = held;
-      held = [];
+      const writes = pending;
+      pending = [];
       const now = jobWritesAtOnce(boss, tx);
       for (const write of gathered(writes)) {
         if (write.kind === "insert") await now.insert(write.queue, write.jobs);

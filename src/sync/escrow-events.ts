@@ -213,9 +213,9 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
    * the group's transitions queue (timers, deliveries) written together at its end.
    */
   async function applyGroup(tx: PoolClient, rows: BatchRow[]): Promise<void> {
-    const held = ports.gatheringJobs(tx);
-    for (const row of rows) await applyEvent(tx, row, held.ports);
-    await held.flush();
+    const gathering = ports.gatheringJobs(tx);
+    for (const row of rows) await applyEvent(tx, row, gathering.ports);
+    await gathering.flush();
     const last = rows.at(-1);
     if (last) await moveCursor(tx, last.block_number, last.log_index, last.block_hash);
   }

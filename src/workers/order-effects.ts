@@ -43,8 +43,8 @@ function effectPorts(boss: PgBoss, jobWritesIn: (tx: Queryable) => JobWrites): O
       if (!sent) await boss.update(PAYMENT_VERIFY_QUEUE, undefined, { singletonKey: request.orderId, startAfter: new Date(), ...db });
     },
     gatheringJobs(tx) {
-      const held = gatheredJobWrites(boss, tx);
-      return { ports: effectPorts(boss, (other) => (other === tx ? held : jobWritesIn(other))), flush: held.flush };
+      const gathered = gatheredJobWrites(boss, tx);
+      return { ports: effectPorts(boss, (other) => (other === tx ? gathered : jobWritesIn(other))), flush: gathered.flush };
     },
   };
 }

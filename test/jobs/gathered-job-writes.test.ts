@@ -2,29 +2,23 @@
 // flush in one statement a queue, with the effect of each write made in its own order.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import pg from "pg";
+import type pg from "pg";
 import type { Queryable } from "../../src/db/pool.ts";
-import { startJobs, type PgBoss } from "../../src/jobs/boss.ts";
+import type { PgBoss } from "../../src/jobs/boss.ts";
 import { gatheredJobWrites, jobWritesAtOnce } from "../../src/jobs/job-writes.ts";
-import { createOrderQueues, DELIVERY_QUEUE, ensureDeliveryQueues, ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
-import { createLogger } from "../../src/logger.ts";
-import { createTestDatabase } from "../support/database.ts";
+import { DELIVERY_QUEUE, ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
+import { startQueuesDatabase } from "./support/queues-database.ts";
 
-let database: { url: string; drop(): Promise<void> };
+let queues: Awaited<ReturnType<typeof startQueuesDatabase>>;
 let pool: pg.Pool;
 let boss: PgBoss;
 
 before(async () => {
-  database = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: database.url, max: 3 });
-  boss = await startJobs(database.url, createLogger("silent"));
-  await createOrderQueues(boss);
-  await ensureDeliveryQueues(boss, 5000);
+  queues = await startQueuesDatabase(3);
+  ({ pool, boss } = queues);
 });
 after(async () => {
-  await boss?.stop({ graceful: false });
-  await pool?.end();
-  await database?.drop();
+  await queues?.close();
 });
 
 const later = () => new Date(Date.now() + 3_600_000);

@@ -8,37 +8,31 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import pg from "pg";
-import { startJobs, SUPERVISE_INTERVAL_SECONDS, type PgBoss } from "../../src/jobs/boss.ts";
-import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, createOrderQueues, DELIVERY_QUEUE, ensureDeliveryQueues, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/queues.ts";
-import { createLogger } from "../../src/logger.ts";
-import { createTestDatabase } from "../support/database.ts";
+import type pg from "pg";
+import { SUPERVISE_INTERVAL_SECONDS, type PgBoss } from "../../src/jobs/boss.ts";
+import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, DELIVERY_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/queues.ts";
 import { waitFor } from "../support/trade-stack.ts";
+import { startQueuesDatabase } from "./support/queues-database.ts";
 
 const QUEUES = [ORDER_TIMER_QUEUE, CHAIN_SEND_QUEUE, CHAIN_CONFIRM_QUEUE, PAYMENT_VERIFY_QUEUE, DELIVERY_QUEUE];
 const workerScript = fileURLToPath(new URL("./support/holding-worker-process.ts", import.meta.url));
 
-let database: { url: string; drop(): Promise<void> };
+let queues: Awaited<ReturnType<typeof startQueuesDatabase>>;
 let pool: pg.Pool;
 let supervisor: PgBoss;
 let worker: ChildProcess | undefined;
 
 before(async () => {
-  database = await createTestDatabase();
-  pool = new pg.Pool({ connectionString: database.url, max: 2 });
   // This instance runs no worker: only pg-boss's supervisor, as a surviving instance would.
-  supervisor = await startJobs(database.url, createLogger("silent"));
-  await createOrderQueues(supervisor);
-  await ensureDeliveryQueues(supervisor, 5000);
+  queues = await startQueuesDatabase(2);
+  ({ pool, boss: supervisor } = queues);
 });
 after(async () => {
   if (worker && worker.exitCode === null && worker.signalCode === null) {
     worker.kill("SIGKILL");
     await once(worker, "exit");
   }
-  await supervisor?.stop({ graceful: false });
-  await pool?.end();
-  await database?.drop();
+  await queues?.close();
 });
 
 test("every order queue and the delivery queue carry a heartbeat and an expiry", async () => {
@@ -54,7 +48,7 @@ test("every order queue and the delivery queue carry a heartbeat and an expiry",
 });
 
 test("a job held by a killed worker is given back for its missed heartbeat, before its expiry, on every queue", async () => {
-  worker = spawn(process.execPath, [workerScript], { env: { ...process.env, DATABASE_URL: database.url, QUEUES: QUEUES.join(",") }, stdio: ["ignore", "pipe", "inherit"] });
+  worker = spawn(process.execPath, [workerScript], { env: { ...process.env, DATABASE_URL: queues.url, QUEUES: QUEUES.join(",") }, stdio: ["ignore", "pipe", "inherit"] });
   let output = "";
   worker.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   await waitFor("the worker to be ready", async () => (output.includes("ready") ? true : undefined), 30_000);

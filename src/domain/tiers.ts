@@ -62,7 +62,7 @@ export function limitsFor(tier: Tier, overrides: LimitOverrides = {}): TierLimit
   const volume = (value: number | null | undefined, fallback: string | null) =>
     value === undefined ? fallback : value === null ? null : String(value);
   return {
-    requestsPerMinute: overrides.requestsPerMinute ?? base.requestsPerMinute,
+    requestsPerMinute: requestsPerMinuteFor(tier, overrides),
     maxUsers: overrides.maxUsers === undefined ? base.maxUsers : overrides.maxUsers,
     monthlyVolumeMxn: volume(overrides.monthlyVolumeMxn, base.monthlyVolumeMxn),
     dailyVolumeMxn: volume(overrides.dailyVolumeMxn, base.dailyVolumeMxn),
@@ -70,6 +70,11 @@ export function limitsFor(tier: Tier, overrides: LimitOverrides = {}): TierLimit
     kycCapPerMonth: overrides.kycCapPerMonth === undefined ? base.kycCapPerMonth : overrides.kycCapPerMonth,
     revenueSharePercent: overrides.revenueSharePercent === undefined ? base.revenueSharePercent : String(overrides.revenueSharePercent),
   };
+}
+
+/** The requests a minute `limitsFor` allows, alone: what every partner request is counted against, without the rest of its limits. */
+export function requestsPerMinuteFor(tier: Tier, overrides: LimitOverrides = {}): number {
+  return (tier === "ENTERPRISE" ? overrides.requestsPerMinute : undefined) ?? DEFAULTS[tier].requestsPerMinute;
 }
 
 /** Unauthenticated requests are limited per client address at the FREE rate (decisions section 3). */

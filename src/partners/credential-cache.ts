@@ -15,10 +15,10 @@ const LISTENER_RETRY_MS = 1_000;
 
 export interface PartnerCredentials {
   /**
-   * The partner holding the key of this hash, undefined for an unknown key: at once when it is in memory
-   * (no promise to wait for on the partner API's every request), else once read.
+   * The partner holding the key of this digest (`apiKeyDigest`), undefined for an unknown key: at once when
+   * it is in memory (no promise to wait for on the partner API's every request), else once read.
    */
-  find(keyHash: Buffer): PartnerWithSecrets | undefined | Promise<PartnerWithSecrets | undefined>;
+  find(keyDigest: string): PartnerWithSecrets | undefined | Promise<PartnerWithSecrets | undefined>;
   /** Drops what is cached of a partner: called by this instance's writers right after a change commits. */
   forget(partnerId: string): void;
   /** Resolves once the listener is listening (or has failed once and is retrying). */
@@ -78,9 +78,9 @@ export function createPartnerCredentials(options: PartnerCredentialOptions): Par
     loading.clear();
   }
 
-  async function load(key: string, keyHash: Buffer): Promise<PartnerWithSecrets | undefined> {
+  async function load(key: string): Promise<PartnerWithSecrets | undefined> {
     const startedAt = generation;
-    const partner = await findPartnerByKeyHash(options.db, keyHash);
+    const partner = await findPartnerByKeyHash(options.db, Buffer.from(key, "hex"));
     if (partner && generation === startedAt) {
       const previous = keyOf.get(partner.id);
       if (previous !== undefined && previous !== key) byKey.delete(previous);
@@ -129,13 +129,12 @@ export function createPartnerCredentials(options: PartnerCredentialOptions): Par
   void listen();
 
   return {
-    find(keyHash) {
-      const key = keyHash.toString("hex");
+    find(key) {
       const entry = byKey.get(key);
       if (entry && now() - entry.loadedAt < ttlMs) return entry.partner;
       let pending = loading.get(key);
       if (!pending) {
-        const started = load(key, keyHash).finally(() => {
+        const started = load(key).finally(() => {
           if (loading.get(key) === started) loading.delete(key);
         });
         loading.set(key, started);

@@ -1,4 +1,4 @@
-import { hash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
 // Decisions section 2: `ofrk_` + 64 lowercase hex (69 chars); `whsec_` + 64 hex. Only a SHA-256 of the key is kept.
 const API_KEY_PATTERN = /^ofrk_[0-9a-f]{64}$/;
@@ -15,14 +15,18 @@ export function isWellFormedApiKey(key: string): boolean {
   return API_KEY_PATTERN.test(key);
 }
 
-/** One-shot `hash`: it runs on every partner request, and costs about half of a `createHash` object. */
+/** The SHA-256 of a key as stored (`partners.api_key_hash`). */
 export function hashApiKey(key: string): Buffer {
   return hash("sha256", key, "buffer");
 }
 
-/** Constant-time comparison of a presented key's hash (`hashApiKey`, computed once per request) against a stored hash. */
-export function apiKeyHashMatches(presentedHash: Buffer, storedHash: Buffer): boolean {
-  return presentedHash.length === storedHash.length && timingSafeEqual(presentedHash, storedHash);
+/**
+ * The same SHA-256 in hex, by which the credential cache finds a key's partner on every partner request:
+ * the one-shot `hash` into a string costs about a quarter of hashing into a Buffer and converting that
+ * (docs/benchmarks.md, figure 1).
+ */
+export function apiKeyDigest(key: string): string {
+  return hash("sha256", key, "hex");
 }
 
 /** Shown in listings so an operator can tell keys apart without seeing them. */

@@ -73,6 +73,8 @@ test("/metrics counts requests in http_requests_total by method, route template 
   assert.equal(line("/api/v1/users/:ref", 200).exec(metrics.text)?.[1], "2");
   assert.equal(line("/api/v1/users/:ref", 404).exec(metrics.text)?.[1], "1");
   assert.ok(!metrics.text.includes("metric-user-7731"), "raw paths must not become labels");
+  // The counts are handed to prom-client at each scrape: a second scrape reports the same totals, not twice them.
+  assert.equal(line("/api/v1/users/:ref", 200).exec((await get("/metrics")).text)?.[1], "2");
 });
 
 test("/metrics exposes request latencies in http_request_duration_seconds", async () => {

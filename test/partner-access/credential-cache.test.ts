@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Queryable } from "../../src/db/pool.ts";
 import { CREDENTIAL_TTL_MS, createPartnerCredentials } from "../../src/partners/credential-cache.ts";
-import { hashApiKey } from "../../src/partners/credentials.ts";
+import { apiKeyDigest, hashApiKey } from "../../src/partners/credentials.ts";
 import { assertError, assertStatus } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
@@ -88,15 +88,15 @@ test("a known key is answered from memory; an unknown key is looked up every tim
   const credentials = createPartnerCredentials({ db, databaseUrl: one.databaseUrl });
   try {
     await credentials.ready;
-    for (let i = 0; i < 100; i += 1) assert.equal((await credentials.find(hashApiKey(partner.apiKey)))?.id, partner.id);
+    for (let i = 0; i < 100; i += 1) assert.equal((await credentials.find(apiKeyDigest(partner.apiKey)))?.id, partner.id);
     assert.equal(db.queries, 1);
 
     const unknown = `ofrk_${"7e".repeat(32)}`;
-    for (let i = 0; i < 3; i += 1) assert.equal(await credentials.find(hashApiKey(unknown)), undefined);
+    for (let i = 0; i < 3; i += 1) assert.equal(await credentials.find(apiKeyDigest(unknown)), undefined);
     assert.equal(db.queries, 4);
     // Had the miss been kept, this key would stay refused after it became a partner's key.
     await one.pool.query("UPDATE partners SET api_key_hash = $2 WHERE id = $1", [partner.id, hashApiKey(unknown)]);
-    assert.equal((await credentials.find(hashApiKey(unknown)))?.id, partner.id);
+    assert.equal((await credentials.find(apiKeyDigest(unknown)))?.id, partner.id);
   } finally {
     await credentials.stop();
   }
@@ -110,10 +110,10 @@ test("without its listener, a cached partner is read again once the TTL has pass
   const credentials = createPartnerCredentials({ db: one.pool, databaseUrl: unreachable.toString(), ttlMs: 5_000, now: () => now });
   try {
     await credentials.ready;
-    assert.equal((await credentials.find(hashApiKey(partner.apiKey)))?.status, "ACTIVE");
+    assert.equal((await credentials.find(apiKeyDigest(partner.apiKey)))?.status, "ACTIVE");
     await one.pool.query("UPDATE partners SET status = 'INACTIVE' WHERE id = $1", [partner.id]);
     now += 5_000;
-    assert.equal((await credentials.find(hashApiKey(partner.apiKey)))?.status, "INACTIVE");
+    assert.equal((await credentials.find(apiKeyDigest(partner.apiKey)))?.status, "INACTIVE");
   } finally {
     await credentials.stop();
   }

@@ -164,3 +164,30 @@ test("usage reads what the instances counted, flushed or not", async () => {
   assert.equal((await a.usage(bucket, 1000)).used, 65);
   assert.equal((await b.usage(bucket, 1000)).used, 65);
 });
+
+test("each minute is counted in its own window, also when the clock steps back into the minute before", async () => {
+  const limits = instance();
+  const bucket = newBucket();
+  const started = instant;
+  try {
+    instant = windowStart + 30_000;
+    for (let i = 0; i < 3; i += 1) await limits.count(bucket, 1000);
+    instant += MINUTE;
+    assert.equal((await limits.count(bucket, 1000)).remaining, 999);
+    instant -= MINUTE;
+    assert.equal((await limits.count(bucket, 1000)).remaining, 996);
+    instant += MINUTE;
+    assert.equal((await limits.count(bucket, 1000)).remaining, 998);
+    await limits.flush();
+    const { rows } = await pool.query<{ window_start: Date; count: number }>("SELECT window_start, count FROM rate_limit_windows WHERE bucket = $1 ORDER BY window_start", [bucket]);
+    assert.deepEqual(
+      rows.map((row) => [row.window_start.getTime(), row.count]),
+      [
+        [windowStart, 4],
+        [windowStart + MINUTE, 2],
+      ],
+    );
+  } finally {
+    instant = started;
+  }
+});

@@ -12,11 +12,19 @@ export interface HttpMetrics {
 export function httpMetrics(): HttpMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+  // One entry per (method, route, status), made once: prom-client hashes a label set on every observation,
+  // even through a child. Bounded: route templates, Node's known methods, HTTP statuses.
+  const routes = new Map<string, { labels: Record<"method" | "route" | "status", string>; requests: number; latency: { observe(seconds: number): void } }>();
+  new Counter({
     name: "http_requests_total",
     help: "HTTP requests by method, route and status",
     labelNames: ["method", "route", "status"],
     registers: [registry],
+    // Counted in plain numbers on the request's path and handed to prom-client when scraped.
+    collect() {
+      this.reset();
+      for (const { labels, requests } of routes.values()) this.inc(labels, requests);
+    },
   });
   const latency = new Histogram({
     name: "http_request_duration_seconds",
@@ -25,23 +33,17 @@ export function httpMetrics(): HttpMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  // One pair of label children per (method, route, status), made once: looking labels up by object hashes
-  // them on every call, twice a request. Bounded: route templates, Node's known methods, HTTP statuses.
-  const children = new Map<string, { count: { inc(): void }; observe: { observe(seconds: number): void } }>();
-  const childrenOf = (method: string, route: string, status: number) => {
-    const key = `${method} ${status} ${route}`;
-    let pair = children.get(key);
-    if (!pair) {
-      const labels = { method, route, status: String(status) };
-      pair = { count: requests.labels(labels), observe: latency.labels(labels) };
-      children.set(key, pair);
-    }
-    return pair;
-  };
   const record: HttpMetrics["record"] = (ctx, seconds) => {
-    const pair = childrenOf(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched", ctx.status);
-    pair.count.inc();
-    pair.observe.observe(seconds);
+    const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? "unmatched";
+    const key = `${ctx.method} ${ctx.status} ${route}`;
+    let entry = routes.get(key);
+    if (!entry) {
+      const labels = { method: ctx.method, route, status: String(ctx.status) };
+      entry = { labels, requests: 0, latency: latency.labels(labels) };
+      routes.set(key, entry);
+    }
+    entry.requests += 1;
+    entry.latency.observe(seconds);
   };
   return { registry, record };
 }

@@ -137,14 +137,19 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
   const { db } = options;
   const clock = options.clock ?? systemClock;
   const windows = new Map<string, WindowState>();
+  /** Each bucket's latest window, found by the bucket alone: most requests count in the window of the one before. */
+  const latest = new Map<string, WindowState>();
 
   function stateOf(bucket: string, windowStart: number): WindowState {
+    const last = latest.get(bucket);
+    if (last?.windowStart === windowStart) return last;
     const key = windowKey(bucket, windowStart);
     let state = windows.get(key);
     if (!state) {
       state = { bucket, windowStart, shared: 0, read: false, inflight: 0, pending: 0, waiters: [], flushing: undefined };
       windows.set(key, state);
     }
+    if (last === undefined || last.windowStart < windowStart) latest.set(bucket, state);
     return state;
   }
 
@@ -226,7 +231,10 @@ export function createRateLimits(options: RateLimitOptions): RateLimits {
     // A window over is kept only while counts of it are still on their way.
     const current = windowStartOf(clock.now());
     for (const [key, state] of windows) {
-      if (state.windowStart < current && state.pending === 0 && !state.flushing) windows.delete(key);
+      if (state.windowStart < current && state.pending === 0 && !state.flushing) {
+        windows.delete(key);
+        if (latest.get(state.bucket) === state) latest.delete(state.bucket);
+      }
     }
   }
 

@@ -49,7 +49,7 @@ export function partnerAuth(deps: { credentials: PartnerCredentials; rateLimits:
       throw presented ? new InvalidApiKeyError() : new MissingApiKeyError();
     }
     assertPartnerInGoodStanding(partner);
-    if (partner.ipAllowList.length > 0 && !isAddressAllowed(ctx.ip, partner.ipAllowList)) throw new IpNotAllowedError(`Address ${ctx.ip} is not on the allow-list`);
+    if (!isAddressAllowed(ctx.ip, partner.ipAllowList)) throw new IpNotAllowedError(`Address ${ctx.ip} is not on the allow-list`);
     if (window.exceeded) throw new RateLimitedError(window.retryAfterSeconds);
 
     ctx.state.partner = partner;

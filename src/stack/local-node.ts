@@ -115,8 +115,13 @@ export interface LocalChainOptions {
   startTimeoutMs?: number;
   /** How long stop() waits after SIGTERM before SIGKILL. Default 5 s. */
   stopTimeoutMs?: number;
-  /** Receives every line the node prints (its request log included); by default they are dropped. */
+  /**
+   * Receives every line the node prints. The node logs each JSON-RPC request and mined transaction only
+   * when `logRequests` is set; by default the lines are dropped.
+   */
   onLog?: (line: string) => void;
+  /** Keep the node's request log on (`hardhat node` turns it on). Default false. */
+  logRequests?: boolean;
 }
 
 export interface LocalChain {
@@ -199,6 +204,9 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
       const chainId = await rpcChainId(rpcUrl);
       if (chainId !== undefined) {
         if (chainId !== LOCAL_CHAIN_ID) throw failure(`answered chain id ${chainId}, expected ${LOCAL_CHAIN_ID}`);
+        // `hardhat node` logs every request and mined transaction: lines nobody reads unless asked, which
+        // cost the node and its reader CPU under a trade load (docs/benchmarks.md, stop 53).
+        if (options.logRequests !== true) await nodeRpc(rpcUrl, "hardhat_setLoggingEnabled", [false]);
         return { rpcUrl, chainId, pid, stop };
       }
       if (Date.now() > deadline) throw failure(`did not answer eth_chainId within ${startTimeoutMs} ms`);
@@ -210,17 +218,23 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
   }
 }
 
+/** One JSON-RPC call to the node, Hardhat's own methods included; throws the node's error. */
+export async function nodeRpc<T = unknown>(rpcUrl: string, method: string, params: unknown[] = [], timeoutMs = 10_000): Promise<T> {
+  const response = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const body = (await response.json()) as { result?: T; error?: { message?: string } };
+  if (body.error !== undefined || body.result === undefined) throw new Error(`${method} at ${rpcUrl} failed: ${body.error?.message ?? response.status}`);
+  return body.result;
+}
+
 async function rpcChainId(rpcUrl: string): Promise<number | undefined> {
   try {
-    const response = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(2_000),
-    });
-    if (!response.ok) return undefined;
-    const body = (await response.json()) as { result?: string };
-    return typeof body.result === "string" ? Number.parseInt(body.result, 16) : undefined;
+    const result = await nodeRpc(rpcUrl, "eth_chainId", [], 2_000);
+    return typeof result === "string" ? Number.parseInt(result, 16) : undefined;
   } catch {
     return undefined;
   }

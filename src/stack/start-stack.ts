@@ -27,7 +27,7 @@ import { chainTransport } from "../chain/rpc-transport.ts";
 import { compileContracts, deployLocal, readDeployment, type Deployment } from "./deploy.ts";
 import type { ChainSettings } from "../chain/escrow-gateway.ts";
 import { indexerSchemaName, startIndexer, superviseIndexer } from "./indexer-process.ts";
-import { DEV_ACCOUNT, devAccounts, startLocalChain } from "./local-node.ts";
+import { DEV_ACCOUNT, devAccounts, nodeRpc, startLocalChain } from "./local-node.ts";
 import { ConfigError, loadConfig, type Config } from "../config.ts";
 import type { Pool } from "../db/pool.ts";
 import { createLogger, type Logger } from "../logger.ts";
@@ -72,18 +72,6 @@ async function availablePort(preferred: number, host: string): Promise<number> {
   return listenOn(preferred).catch(() => listenOn(0));
 }
 
-async function rpc<T>(rpcUrl: string, method: string, params: unknown[]): Promise<T> {
-  const response = await fetch(rpcUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const body = (await response.json()) as { result?: T; error?: { message?: string } };
-  if (body.error !== undefined || body.result === undefined) throw new Error(`${method} at ${rpcUrl} failed: ${body.error?.message ?? response.status}`);
-  return body.result;
-}
-
 const addressOf = (key: Hex): Address => privateKeyToAccount(key).address;
 
 /** The service's and arbiter's keys: configured, else (on a local chain only) the development accounts. */
@@ -104,14 +92,14 @@ async function startLocalSandboxChain(config: Config, logger: Logger, started: S
   checkpoint();
   const port = await availablePort(LOCAL_CHAIN_PORT, "127.0.0.1");
   if (port !== LOCAL_CHAIN_PORT) logger.warn({ port }, `port ${LOCAL_CHAIN_PORT} is taken: the local chain listens on ${port}`);
-  const chain = await startLocalChain({ port, onLog: (line) => logger.trace({ component: "hardhat" }, line) });
+  const chain = await startLocalChain({ port, logRequests: logger.isLevelEnabled("trace"), onLog: (line) => logger.trace({ component: "hardhat" }, line) });
   started.push({ name: "Hardhat node", stop: () => chain.stop() });
   checkpoint();
   const keys = signingKeys(config, chain.chainId);
   // Configured keys hold no ether on a fresh node: give them some, as the development accounts have.
   for (const key of [keys.service, keys.arbiter]) {
     if (!devAccounts.some((account) => account.privateKey.toLowerCase() === key.toLowerCase())) {
-      await rpc(chain.rpcUrl, "hardhat_setBalance", [addressOf(key), "0x21e19e0c9bab2400000"]); // 10,000 ETH
+      await nodeRpc(chain.rpcUrl, "hardhat_setBalance", [addressOf(key), "0x21e19e0c9bab2400000"]); // 10,000 ETH
     }
   }
   const deployment = await deployLocal({

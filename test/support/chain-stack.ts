@@ -7,11 +7,11 @@ import path from "node:path";
 import { freePort } from "../../src/stack/free-port.ts";
 import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
 import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
-import { devAccounts, DEV_ACCOUNT, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
+import { devAccounts, DEV_ACCOUNT, nodeRpc, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import { createTestDatabase } from "./database.ts";
 
-export { freePort };
+export { freePort, nodeRpc };
 
 export interface ChainStack {
   chain: LocalChain;
@@ -102,13 +102,6 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
   }
 }
 
-/** One JSON-RPC call to the test node (Hardhat's own methods included); throws its error. */
-export async function nodeRpc(rpcUrl: string, method: string, params: unknown[] = []): Promise<unknown> {
-  const response = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  const body = (await response.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
 
 /** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
 export interface TestNode {

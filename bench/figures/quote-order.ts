@@ -1,6 +1,7 @@
 // Figure 2: POST /quotes + POST /orders throughput and p99, a pair being one unit, against the
 // authenticated health throughput measured by the same closed-loop client at the same concurrency.
 import { cpuSeconds, postgresCpuSeconds } from "../lib/child.ts";
+import { cpuSharesMeasure, measureCpuShares } from "../lib/cpu-shares.ts";
 import { closedLoop, requireNoFailures } from "../lib/load.ts";
 import { nowMs, round, summarize } from "../lib/stats.ts";
 import { SELLER_CLABE } from "../../test/support/constants.ts";
@@ -33,6 +34,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
 
   const serviceCpuBefore = cpuSeconds(stack.service.pid);
   const postgresCpuBefore = postgresCpuSeconds();
+  // Where the 2 cores go while the pairs run, the bench's own client included: what a pair leaves the service.
+  const cpuOverPairs = await measureCpuShares(stack.pool, [stack.service.pid]);
   const quoteMs: number[] = [];
   const orderMs: number[] = [];
   const pairs = await closedLoop({ concurrency, durationMs, maxUnits, warmupUnits: WARMUP_PAIRS }, async (_worker, index) => {
@@ -48,6 +51,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       orderMs.push(nowMs() - t1);
     }
   });
+  const cpu = await cpuOverPairs();
   // CPU a pair, which unlike the rate does not depend on how the 2 cores were shared (warm-up pairs included).
   const cpuMsPerPair = (seconds: number) => round((seconds * 1000) / (pairs.units + WARMUP_PAIRS * concurrency), 2)!;
   const serviceCpuMs = cpuMsPerPair(cpuSeconds(stack.service.pid) - serviceCpuBefore);
@@ -70,6 +74,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       { label: "POST /orders alone (within the pairs)", value: summarize(orderMs).p99, unit: "ms p99", detail: { p50Ms: summarize(orderMs).p50 } },
       { label: "service CPU per pair (user + system of its process, the pairs' run)", value: serviceCpuMs, unit: "ms" },
       { label: "PostgreSQL CPU per pair (every postgres process, the pairs' run)", value: postgresCpuMs, unit: "ms" },
+      cpuSharesMeasure("CPU a pair by process while the pairs ran (share of all counted)", cpu, pairs.units + WARMUP_PAIRS * concurrency, "pair"),
     ],
     comparison: ratio(pairs.unitsPerSecond, health.unitsPerSecond, "health"),
     params: { concurrency, durationMs, users: USERS, amountUsdc: AMOUNT_USDC },

@@ -114,12 +114,12 @@ export function cpuSharesTotal(shares: CpuShares): number {
   return Object.values(shares.groups).reduce((sum, value) => sum + value, 0);
 }
 
-/** The breakdown as a figure's extra row: CPU milliseconds a unit (a trade) by group, each with its share. */
-export function cpuSharesMeasure(label: string, shares: CpuShares, units: number) {
+/** The breakdown as a figure's extra row: CPU milliseconds a unit (a trade, a pair) by group, each with its share. */
+export function cpuSharesMeasure(label: string, shares: CpuShares, units: number, unit = "trade") {
   const total = cpuSharesTotal(shares);
   const detail: Record<string, string | number> = { machineBusy: shares.machineBusyFraction };
   for (const [group, seconds] of Object.entries(shares.groups).sort((a, b) => b[1] - a[1])) {
     detail[group] = `${round((seconds * 1000) / units, 1)} ms (${round((100 * seconds) / total, 0)}%)`;
   }
-  return { label, value: round((total * 1000) / units, 1), unit: "ms CPU a trade", detail };
+  return { label, value: round((total * 1000) / units, 1), unit: `ms CPU a ${unit}`, detail };
 }

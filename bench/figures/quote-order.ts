@@ -30,7 +30,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     if (response.status !== 200) throw new Error(`health ${response.status} ${JSON.stringify(response.body)}`);
   });
   requireNoFailures("GET /api/v1/health (reference)", health);
-  log(`health (fetch, ${concurrency} workers) ${health.unitsPerSecond} req/s, p99 ${health.latencyMs.p99} ms`);
+  log(`health (node:http, ${concurrency} workers) ${health.unitsPerSecond} req/s, p99 ${health.latencyMs.p99} ms`);
 
   const serviceCpuBefore = cpuSeconds(stack.service.pid);
   const postgresCpuBefore = postgresCpuSeconds();
@@ -59,7 +59,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   log(`quote+order ${pairs.unitsPerSecond} pairs/s, p99 ${pairs.latencyMs.p99} ms, failures ${pairs.failures}; CPU a pair: service ${serviceCpuMs} ms, PostgreSQL ${postgresCpuMs} ms`);
   requireNoFailures("POST /quotes + POST /orders", pairs);
   const notes = [
-    `Closed loop: ${concurrency} concurrent workers, each sending POST /quotes then POST /orders with the quote's id and waiting for both answers before the next pair; fetch (undici, keep-alive) from the bench process. The reference is GET /api/v1/health measured by the same client, same workers, just before, with a partner of its own.`,
+    `Closed loop: ${concurrency} concurrent workers, each sending POST /quotes then POST /orders with the quote's id and waiting for both answers before the next pair; node:http with kept-alive connections from the bench process (bench/lib/http.ts; fetch until stop 53). The reference is GET /api/v1/health measured by the same client, same workers, just before, with a partner of its own.`,
     `Orders of 1 USDC spread over ${USERS} users of an ENTERPRISE partner of its own (requestsPerMinute 100,000,000, so no request is rate limited; volume unlimited; a failed or refused pair fails the figure), so no user reaches a KYC threshold. The partner has no webhook URL: each order records its order.created event in the outbox (same transaction), but no delivery is queued, since the delivery worker drains far fewer than this figure creates (see figure 4) and the backlog would burden the later figures.`,
   ];
   return {

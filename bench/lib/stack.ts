@@ -8,6 +8,7 @@ import { ADMIN_TOKEN } from "../../test/support/constants.ts";
 import { startChainStack, type ChainStack } from "../../test/support/chain-stack.ts";
 import { SELLER_CLABE } from "../../test/support/constants.ts";
 import { spawnService, type ReadyChild } from "./child.ts";
+import { httpRequest } from "./http.ts";
 import { startReceiver, type WebhookReceiver } from "./receiver.ts";
 
 export type Json = Record<string, unknown>;
@@ -71,13 +72,13 @@ export const BENCH_REQUESTS_PER_MINUTE = 100_000_000;
 const SERVICE_ENV = { DEPOSIT_TIMEOUT_SECONDS: "86400", TRUST_PROXY: "1" };
 
 async function call<T>(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(url, {
+  const response = await httpRequest(url, {
     method,
     headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(60_000),
+    timeoutMs: 60_000,
   });
-  const text = await response.text();
+  const { text } = response;
   let parsed: unknown = text;
   try {
     parsed = text ? JSON.parse(text) : undefined;

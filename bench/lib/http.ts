@@ -10,18 +10,42 @@ export interface HttpAnswer {
   text: string;
 }
 
-/** One request to a plain-HTTP URL; resolves with the status and the whole body as text. */
-export function httpRequest(url: string, options: { method: string; headers?: Record<string, string>; body?: string; timeoutMs: number }): Promise<HttpAnswer> {
+export interface HttpRequestOptions {
+  method: string;
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+}
+
+function send(url: string, options: HttpRequestOptions): Promise<HttpAnswer & { reusedSocket: boolean }> {
   return new Promise((resolve, reject) => {
     const headers = options.body === undefined ? (options.headers ?? {}) : { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
     const request = http.request(url, { method: options.method, headers, agent, signal: AbortSignal.timeout(options.timeoutMs) }, (response) => {
       let text = "";
       response.setEncoding("utf8");
       response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text, reusedSocket: request.reusedSocket }));
       response.on("error", reject);
     });
-    request.on("error", reject);
+    request.on("error", (error: NodeJS.ErrnoException) => reject(Object.assign(error, { reusedSocket: request.reusedSocket })));
     request.end(options.body);
   });
+}
+
+/**
+ * One request to a plain-HTTP URL; resolves with the status and the whole body as text. A kept-alive
+ * connection the server closed as the request went out (it had been idle for the server's keep-alive
+ * timeout) fails before any answer: the server never read the request, so it is sent once more on a new
+ * connection, as Node's documentation advises (`request.reusedSocket`).
+ */
+export async function httpRequest(url: string, options: HttpRequestOptions): Promise<HttpAnswer> {
+  try {
+    const { status, text } = await send(url, options);
+    return { status, text };
+  } catch (error) {
+    const { code, reusedSocket } = error as NodeJS.ErrnoException & { reusedSocket?: boolean };
+    if (!reusedSocket || code !== "ECONNRESET") throw error;
+    const { status, text } = await send(url, options);
+    return { status, text };
+  }
 }

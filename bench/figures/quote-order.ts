@@ -1,6 +1,5 @@
 // Figure 2: POST /quotes + POST /orders throughput and p99, a pair being one unit, against the
 // authenticated health throughput measured by the same closed-loop client at the same concurrency.
-import { cpuSeconds, postgresCpuSeconds } from "../lib/child.ts";
 import { cpuSharesMeasure, measureCpuShares } from "../lib/cpu-shares.ts";
 import { closedLoop, requireNoFailures } from "../lib/load.ts";
 import { nowMs, round, summarize } from "../lib/stats.ts";
@@ -32,8 +31,6 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   requireNoFailures("GET /api/v1/health (reference)", health);
   log(`health (node:http, ${concurrency} workers) ${health.unitsPerSecond} req/s, p99 ${health.latencyMs.p99} ms`);
 
-  const serviceCpuBefore = cpuSeconds(stack.service.pid);
-  const postgresCpuBefore = postgresCpuSeconds();
   // Where the 2 cores go while the pairs run, the bench's own client included: what a pair leaves the service.
   const cpuOverPairs = await measureCpuShares(stack.pool, [stack.service.pid]);
   const quoteMs: number[] = [];
@@ -54,8 +51,9 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
   const cpu = await cpuOverPairs();
   // CPU a pair, which unlike the rate does not depend on how the 2 cores were shared (warm-up pairs included).
   const cpuMsPerPair = (seconds: number) => round((seconds * 1000) / (pairs.units + WARMUP_PAIRS * concurrency), 2)!;
-  const serviceCpuMs = cpuMsPerPair(cpuSeconds(stack.service.pid) - serviceCpuBefore);
-  const postgresCpuMs = cpuMsPerPair(postgresCpuSeconds() - postgresCpuBefore);
+  const serviceCpuMs = cpuMsPerPair(cpu.groups.service ?? 0);
+  // Every postgres process, whoever opened its session (the breakdown's PostgreSQL groups together).
+  const postgresCpuMs = cpuMsPerPair(Object.entries(cpu.groups).reduce((sum, [group, seconds]) => (group.startsWith("PostgreSQL") ? sum + seconds : sum), 0));
   log(`quote+order ${pairs.unitsPerSecond} pairs/s, p99 ${pairs.latencyMs.p99} ms, failures ${pairs.failures}; CPU a pair: service ${serviceCpuMs} ms, PostgreSQL ${postgresCpuMs} ms`);
   requireNoFailures("POST /quotes + POST /orders", pairs);
   const notes = [

@@ -3,7 +3,7 @@
 // time slices) and the bare Koa reference. Both print "READY <url>" once they listen.
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 
 import { repoRoot } from "../../src/paths.ts";
 import { serviceNodeFlags, withCompileCache } from "../../src/stack/node-runtime.ts";
@@ -32,25 +32,6 @@ export function cpuSeconds(pid: number): number {
 export function cpuSecondsOf(stat: string): number {
   const fields = stat.split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/**
- * CPU seconds used so far by every process named `postgres` (the server and its backends, whichever
- * database they serve): around a figure, PostgreSQL's share of its work. A backend that exits in between
- * takes its time with it; the service's pools keep theirs open.
- */
-export function postgresCpuSeconds(): number {
-  let total = 0;
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (stat.includes(" (postgres) ")) total += cpuSecondsOf(stat);
-    } catch {
-      // exited between the listing and the read
-    }
-  }
-  return total;
 }
 
 export function readRssKiB(pid: number): number {

@@ -17,14 +17,15 @@ export interface HttpRequestOptions {
   timeoutMs: number;
 }
 
-function send(url: string, options: HttpRequestOptions): Promise<HttpAnswer & { reusedSocket: boolean }> {
+/** One attempt; a failure carries whether it went out on a kept-alive connection (`reusedSocket`). */
+function send(url: string, options: HttpRequestOptions): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const headers = options.body === undefined ? (options.headers ?? {}) : { ...options.headers, "content-length": String(Buffer.byteLength(options.body)) };
     const request = http.request(url, { method: options.method, headers, agent, signal: AbortSignal.timeout(options.timeoutMs) }, (response) => {
       let text = "";
       response.setEncoding("utf8");
       response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, text, reusedSocket: request.reusedSocket }));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
       response.on("error", reject);
     });
     request.on("error", (error: NodeJS.ErrnoException) => reject(Object.assign(error, { reusedSocket: request.reusedSocket })));
@@ -40,12 +41,10 @@ function send(url: string, options: HttpRequestOptions): Promise<HttpAnswer & { 
  */
 export async function httpRequest(url: string, options: HttpRequestOptions): Promise<HttpAnswer> {
   try {
-    const { status, text } = await send(url, options);
-    return { status, text };
+    return await send(url, options);
   } catch (error) {
     const { code, reusedSocket } = error as NodeJS.ErrnoException & { reusedSocket?: boolean };
     if (!reusedSocket || code !== "ECONNRESET") throw error;
-    const { status, text } = await send(url, options);
-    return { status, text };
+    return send(url, options);
   }
 }

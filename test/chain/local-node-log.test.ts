@@ -3,7 +3,7 @@
 // the sandbox at LOG_LEVEL=trace shows them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { startLocalChain } from "../../src/stack/local-node.ts";
+import { nodeRpc, startLocalChain } from "../../src/stack/local-node.ts";
 
 /** The lines the node prints while answering `calls` eth_blockNumber requests, once it has started. */
 async function linesPrintedFor(calls: number, logRequests: boolean | undefined): Promise<string[]> {
@@ -12,11 +12,7 @@ async function linesPrintedFor(calls: number, logRequests: boolean | undefined):
   const chain = await startLocalChain({ port: 0, ...(logRequests === undefined ? {} : { logRequests }), onLog: (line) => started && lines.push(line) });
   started = true;
   try {
-    for (let id = 1; id <= calls; id += 1) {
-      const response = await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id, method: "eth_blockNumber", params: [] }) });
-      assert.equal(response.status, 200);
-      await response.json();
-    }
+    for (let call = 0; call < calls; call += 1) await nodeRpc(chain.rpcUrl, "eth_blockNumber");
     // The node prints after it answers: give its output a moment to arrive.
     await new Promise((resolve) => setTimeout(resolve, 300));
     return lines;

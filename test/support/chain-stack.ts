@@ -102,7 +102,6 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
   }
 }
 
-
 /** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
 export interface TestNode {
   rpc(method: string, params?: unknown[]): Promise<unknown>;

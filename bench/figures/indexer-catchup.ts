@@ -12,6 +12,7 @@ import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
 import { freePort } from "../../test/support/chain-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
 import { cpuSeconds } from "../lib/child.ts";
+import { cpuSharesMeasure, measureCpuShares, type CpuShares } from "../lib/cpu-shares.ts";
 import { median, nowMs, round } from "../lib/stats.ts";
 import { meets, sleep, ratio, type FigureContext, type FigureOutcome, type FigureSpec } from "./context.ts";
 
@@ -123,6 +124,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
         if (message === "Started backfill indexing" && pid === undefined) {
           pid = ponderPid(schema);
           if (pid !== undefined) cpuAtBackfill = cpuSeconds(pid);
+          // Where the 2 cores go over the catch-up: Ponder, its PostgreSQL sessions, the node serving its blocks.
+          cpuOverCatchUp ??= measureCpuShares(stack.pool, []);
         }
       },
       warn: (context, message) => stopping || log(`ponder warn: ${message} ${JSON.stringify(context).slice(0, 200)}`),
@@ -132,6 +135,8 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     let pid: number | undefined;
     let cpuAtBackfill: number | undefined;
     let cpuAtDone: number | undefined;
+    let cpuOverCatchUp: Promise<() => Promise<CpuShares>> | undefined;
+    let cpuShares: CpuShares | undefined;
     let done: number | undefined;
     let firstRow: number | undefined;
     let polling = true;
@@ -147,6 +152,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
           if (head && head.latestBlock >= BigInt(lastBlock) && count >= logCount) {
             done = nowMs() - t0;
             if (pid !== undefined) cpuAtDone = cpuSeconds(pid);
+            cpuShares = cpuOverCatchUp ? await (await cpuOverCatchUp)() : undefined;
             return;
           }
         } catch {
@@ -191,6 +197,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     const ponderCpu = cpuAtBackfill !== undefined && cpuAtDone !== undefined ? cpuAtDone - cpuAtBackfill : undefined;
     const perCpuSecond = ponderCpu !== undefined && ponderCpu > 0 ? round(logCount / ponderCpu, 0) : undefined;
     log(`catch-up: Ponder used ${ponderCpu ?? "?"} CPU s from backfill start (${perCpuSecond ?? "?"} events per Ponder CPU-second); JSON-RPC ${JSON.stringify(metrics?.rpcCalls ?? {})}; database ms ${JSON.stringify(metrics?.databaseMs ?? {})}`);
+    if (cpuShares) log(`catch-up: CPU by process ${JSON.stringify(cpuSharesMeasure("", cpuShares, logCount / 1000, "thousand events").detail)}`);
     log(`catch-up: ${logCount} events, ${round(total, 2)} s from spawn, ${fromBackfill !== undefined ? round(fromBackfill, 2) : "?"} s from backfill start -> ${eventsPerSecond} events/s; eth_getLogs ${reference} events/s`);
     return {
       id: 6,
@@ -208,6 +215,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
         ...(ponderCpu !== undefined && perCpuSecond !== undefined
           ? [{ label: "events per CPU-second of the Ponder process, backfill start -> head at last block (what the figure would be if Ponder had a core to itself; PostgreSQL's CPU not counted)", value: perCpuSecond, unit: "events/CPU-s", detail: { cpuSeconds: round(ponderCpu, 2) } }]
           : []),
+        ...(cpuShares ? [cpuSharesMeasure("CPU by process over the catch-up, a thousand events (share of all counted)", cpuShares, logCount / 1000, "thousand events")] : []),
         { label: "whole catch-up from process spawn (start-up included)", value: round(logCount / total, 0), unit: "events/s", detail: { seconds: round(total, 2) } },
         ...(backfillStart !== undefined && backfillEnd !== undefined && backfillEnd > backfillStart
           ? [{ label: "backfill alone (Started -> Completed backfill indexing; the last blocks then go through live indexing)", value: round(logCount / ((backfillEnd - backfillStart) / 1000), 0), unit: "events/s", detail: { seconds: round((backfillEnd - backfillStart) / 1000, 2) } }]

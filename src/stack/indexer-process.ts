@@ -49,9 +49,10 @@
 //   retries each). And Ponder's sessions commit synchronously: it set synchronous_commit off, so a
 //   PostgreSQL crash lost what it had committed in the last few hundred milliseconds and already counted
 //   as done (a block's rows missing; a reorganisation's revert undone, the removed branch's rows beside the
-//   new ones). Its sync store inserts the blocks, transactions, receipts and logs it fetches without drizzle
-//   building each statement, which was a third of its CPU in a backfill (test/indexer/ponder-sync-inserts.test.ts
-//   checks that the text and parameters sent are drizzle's). startIndexer refuses to run an unpatched Ponder.
+//   new ones). Its sync store inserts the blocks, transactions, receipts and logs it fetches in one statement a
+//   table, each column's values in one array, not as a multi-row VALUES list built by drizzle (a third of its CPU
+//   in a backfill, and most of PostgreSQL's time on the insert); test/indexer/ponder-sync-inserts.test.ts checks
+//   that the rows stored are drizzle's. startIndexer refuses to run an unpatched Ponder.
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";

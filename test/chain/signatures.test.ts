@@ -20,8 +20,10 @@ test("transactions are signed exactly as viem signs them: EIP-1559, EIP-2930 and
     const viems = privateKeyToAccount(privateKey);
     assert.equal(ours.address, viems.address);
     const call = { to: address(), data: toHex(randomBytes(68)), gas: word(3), nonce: Number(word(2)), chainId: 8453, value: word(4) };
+    // The fee cap is never below the tip: viem refuses such a transaction before signing it.
+    const tip = word(4);
     const transactions: TransactionSerializable[] = [
-      { ...call, type: "eip1559", maxFeePerGas: word(5), maxPriorityFeePerGas: word(4) },
+      { ...call, type: "eip1559", maxFeePerGas: tip + word(5), maxPriorityFeePerGas: tip },
       { ...call, type: "eip2930", gasPrice: word(5), accessList: [{ address: address(), storageKeys: [toHex(randomBytes(32))] }] },
       { ...call, type: "legacy", gasPrice: word(5) },
     ];

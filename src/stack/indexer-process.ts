@@ -60,6 +60,7 @@ import { createWriteStream, readFileSync, readdirSync } from "node:fs";
 import type { WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
 import { createPublicClient, type Address } from "viem";
 import { chainTransport } from "../chain/rpc-transport.ts";
 import { checkSchema } from "../sync/indexer-tables.ts";
@@ -178,6 +179,9 @@ const ORPHAN_WATCHDOG =
   "data:text/javascript,const parent=process.ppid;let since=0;setInterval(()=>{if(process.ppid===parent)return;if(!since){since=Date.now();process.kill(process.pid,'SIGINT')}else if(Date.now()-since>20000)process.exit(1)},1000).unref();";
 
 
+/** Preloaded too: Ponder's own modules found without Node parsing their package's manifest again for each. */
+const PACKAGE_MODULE_RESOLUTION = pathToFileURL(path.join(repoRoot, "src/stack/package-module-resolution.ts")).href;
+
 /** Pino's level numbers. */
 const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50 } as const;
 
@@ -213,6 +217,8 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
   };
   const args = [
     "--no-deprecation",
+    "--import",
+    PACKAGE_MODULE_RESOLUTION,
     "--import",
     ORPHAN_WATCHDOG,
     ponderBin,

@@ -56,7 +56,7 @@ export function resolvePackageModule(specifier: string, parentURL: string | unde
   const packageRoot = packageRootOf(parentFile);
   if (packageRoot === undefined) return undefined;
   const file = path.resolve(path.dirname(parentFile), specifier);
-  if (!file.startsWith(packageRoot + path.sep) || packageRootOf(file) !== packageRoot) return undefined;
+  if (packageRootOf(file) !== packageRoot) return undefined;
   if (lstatSync(file, { throwIfNoEntry: false })?.isFile() !== true) return undefined;
   if (nearestPackageType(path.dirname(file), packageRoot) !== "module") return undefined;
   return { url: pathToFileURL(file).href, format: "module" };

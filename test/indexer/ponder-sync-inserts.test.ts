@@ -116,6 +116,8 @@ let store: SyncStore;
 
 /** drizzle's column name (`casing: "snake_case"`, as Ponder's sync store is set up). */
 const columnName = (key: string) => key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+/** A table's primary key columns, as a column list. */
+const primaryKeyOf = (table: unknown) => getTableConfig(table).primaryKeys[0]!.columns.map((column) => `"${columnName(column.name)}"`).join(", ");
 
 before(async () => {
   database = await createTestDatabase();
@@ -125,8 +127,7 @@ before(async () => {
   for (const table of [schema.blocks, schema.transactions, schema.transactionReceipts, schema.logs]) {
     const config = getTableConfig(table);
     const columns = config.columns.map((column) => `"${columnName(column.name)}" ${column.getSQLType()}${column.notNull ? " NOT NULL" : ""}`);
-    const key = config.primaryKeys[0]!.columns.map((column) => `"${columnName(column.name)}"`).join(", ");
-    await pool.query(`CREATE TABLE ponder_sync.${config.name} (${columns.join(", ")}, PRIMARY KEY (${key}))`);
+    await pool.query(`CREATE TABLE ponder_sync.${config.name} (${columns.join(", ")}, PRIMARY KEY (${primaryKeyOf(table)}))`);
   }
   db = drizzle(pool, { casing: "snake_case", schema });
   const client = {
@@ -136,7 +137,7 @@ before(async () => {
     },
   };
   const recorded = Object.assign(drizzle(client, { casing: "snake_case", schema }), { $client: client });
-  const qb = { $dialect: "postgres", $client: client, wrap: (_options: unknown, query: (db: Db) => unknown) => query(recorded) };
+  const qb = { $dialect: "postgres", wrap: (_options: unknown, query: (db: Db) => unknown) => query(recorded) };
   store = createSyncStore({ common: { options: { databaseMaxQueryParameters: 50_000 } }, qb });
 });
 after(async () => {
@@ -179,11 +180,7 @@ const TABLES = [
   },
 ];
 
-const stored = async (table: unknown) => {
-  const config = getTableConfig(table);
-  const key = config.primaryKeys[0]!.columns.map((column) => `"${columnName(column.name)}"`).join(", ");
-  return (await pool.query(`SELECT * FROM ponder_sync.${config.name} ORDER BY ${key}`)).rows;
-};
+const stored = async (table: unknown) => (await pool.query(`SELECT * FROM ponder_sync.${getTableConfig(table).name} ORDER BY ${primaryKeyOf(table)}`)).rows;
 
 for (const { name, table, target, rows, insert, encoded } of TABLES) {
   test(`the sync store stores ${name} as drizzle's statement stores them, one statement a batch of any size`, async () => {

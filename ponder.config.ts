@@ -11,6 +11,10 @@
 //   ESCROW_ADDRESS       escrow contract address, with ESCROW_START_BLOCK (its deployment block) ...
 //   ESCROW_START_BLOCK
 //   DEPLOYMENT_FILE      ... or the deployment JSON written by src/stack/deploy.ts
+//   PONDER_WS_URL        a WebSocket endpoint of the chain (RPC_WS_URL of the service; the node's own on the
+//                        local chain): Ponder subscribes to new heads there and fetches each block as it is
+//                        announced, over RPC_URL, instead of polling for the head. Unset: polling only. After
+//                        9 failed connections in a row Ponder polls instead.
 //   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
 //                        minimum) on 31337, where a block exists the moment its transaction is sent and
 //                        the node is ours; else 1000 ms, a provider's rate limit in mind
@@ -77,6 +81,8 @@ const chainId = integerEnv("CHAIN_ID", LOCAL_CHAIN_ID);
 const isLocal = chainId === LOCAL_CHAIN_ID;
 const escrow = escrowLocation(chainId);
 const endpoints = rpcEndpoints(process.env.RPC_URL || "http://127.0.0.1:8545");
+const newHeadsUrl = process.env.PONDER_WS_URL || undefined;
+if (newHeadsUrl !== undefined && !/^wss?:\/\/[^\s]+$/.test(newHeadsUrl)) fail(`PONDER_WS_URL must be a ws:// or wss:// URL, got "${newHeadsUrl}"`);
 const rpcLanes = integerEnv("PONDER_RPC_LANES", isLocal ? 4 : 1);
 if (rpcLanes < 1) fail("PONDER_RPC_LANES must be at least 1");
 
@@ -92,6 +98,7 @@ export default createConfig({
       rpc: endpoints.flatMap((endpoint) => Array.from({ length: rpcLanes }, () => endpoint)),
       pollingInterval: integerEnv("PONDER_POLLING_INTERVAL_MS", isLocal ? 100 : 1_000),
       disableCache: isLocal,
+      ...(newHeadsUrl === undefined ? {} : { ws: newHeadsUrl }),
     },
   },
   contracts: {

@@ -15,6 +15,15 @@ export interface Config {
   dataDir: string;
   /** Unset: a local Hardhat node started by `npm start`. One or more endpoints, comma-separated, tried in order (src/chain/rpc-transport.ts). */
   rpcUrl: string | undefined;
+  /**
+   * RPC_WS_URL: a WebSocket endpoint of the same chain. The indexer subscribes to its new heads and no
+   * longer polls for them; unset, it polls (and on the local chain `npm start` uses the node's own).
+   */
+  rpcWsUrl: string | undefined;
+  /** PONDER_POLLING_INTERVAL_MS: how often the indexer asks for the head; unset, ponder.config.ts's default. */
+  indexerPollingIntervalMs: number | undefined;
+  /** PONDER_RPC_LANES: times each RPC_URL endpoint is given to the indexer; unset, ponder.config.ts's default. */
+  indexerRpcLanes: number | undefined;
   chainId: number;
   escrowAddress: `0x${string}` | undefined;
   usdcAddress: `0x${string}` | undefined;
@@ -158,6 +167,25 @@ function urlList(env: Env, name: string): string | undefined {
   return urls.join(",");
 }
 
+/** A ws(s) URL (RPC_WS_URL). */
+function webSocketUrl(env: Env, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== "ws:" && parsed.protocol !== "wss:")) throw new ConfigError(name, `must be a ws:// or wss:// URL, got "${raw}"`);
+  return raw;
+}
+
+/** An optional whole number within bounds: unset stays unset, so the default lives with its user. */
+function optionalInteger(env: Env, name: string, min: number, max: number): number | undefined {
+  return text(env, name) === undefined ? undefined : integer(env, name, min, min, max);
+}
+
 function address(env: Env, name: string): `0x${string}` | undefined {
   const raw = text(env, name);
   if (raw === undefined) return undefined;
@@ -216,6 +244,9 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: text(env, "DATA_DIR") ?? ".data",
     rpcUrl: urlList(env, "RPC_URL"),
+    rpcWsUrl: webSocketUrl(env, "RPC_WS_URL"),
+    indexerPollingIntervalMs: optionalInteger(env, "PONDER_POLLING_INTERVAL_MS", 100, 3_600_000),
+    indexerRpcLanes: optionalInteger(env, "PONDER_RPC_LANES", 1, 64),
     chainId: integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER),
     escrowAddress: address(env, "ESCROW_ADDRESS"),
     usdcAddress: address(env, "USDC_ADDRESS"),
@@ -279,6 +310,9 @@ export function loadConfig(env: Env = process.env): Config {
     for (const [name, value] of required) {
       if (value === undefined) throw new ConfigError(name, "is required when SANDBOX is false");
     }
+  }
+  if (config.rpcWsUrl !== undefined && config.rpcUrl === undefined) {
+    throw new ConfigError("RPC_WS_URL", "needs RPC_URL: it is another endpoint of that chain (the local node started without RPC_URL serves its own)");
   }
   if (sandbox && config.chainId !== LOCAL_CHAIN_ID) {
     throw new ConfigError("SANDBOX", `must be false on chain ${config.chainId}: the sandbox runs only on the local chain (CHAIN_ID ${LOCAL_CHAIN_ID})`);

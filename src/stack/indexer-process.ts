@@ -69,7 +69,7 @@ import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 /** The files of Ponder that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in them. */
-const PATCHED_FILES = ["runtime/multichain.js", "runtime/realtime.js", "sync-realtime/index.js", "sync-store/index.js", "utils/pg.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
+const PATCHED_FILES = ["rpc/index.js", "runtime/multichain.js", "runtime/realtime.js", "sync-realtime/index.js", "sync-store/index.js", "utils/pg.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
 const PATCH_MARK = "patches/ponder+0.17.7.patch";
 export const indexerRoot = path.join(repoRoot, "indexer");
 
@@ -142,6 +142,12 @@ export interface IndexerOptions {
   logFile?: string;
   /** Lowest level forwarded to the logger; default "info" (Ponder itself logs at info or below). */
   logLevel?: "error" | "warn" | "info" | "debug" | "trace";
+  /**
+   * A WebSocket endpoint of the same chain: Ponder subscribes to its new heads (`eth_subscribe`) and
+   * fetches each block as it is announced instead of asking for the head every polling interval. After
+   * 9 failed connections in a row it falls back to polling.
+   */
+  newHeadsUrl?: string;
   /** Realtime polling interval; default 100 ms (Ponder's minimum) on chain 31337, else 1000 ms (ponder.config.ts). */
   pollingIntervalMs?: number;
   /** How many times each RPC endpoint is given to Ponder, each throttled by Ponder on its own; default 4 on chain 31337, else 1 (ponder.config.ts). */
@@ -211,6 +217,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     ESCROW_START_BLOCK: String(options.startBlock),
     // Ponder's PORT env var wins over --port (and an .env.local would not override it).
     PORT: String(options.port),
+    ...(options.newHeadsUrl === undefined ? {} : { PONDER_WS_URL: options.newHeadsUrl }),
     ...(options.pollingIntervalMs === undefined ? {} : { PONDER_POLLING_INTERVAL_MS: String(options.pollingIntervalMs) }),
     ...(options.rpcLanes === undefined ? {} : { PONDER_RPC_LANES: String(options.rpcLanes) }),
     ...(options.poolMax === undefined ? {} : { PONDER_DB_POOL_MAX: String(options.poolMax) }),

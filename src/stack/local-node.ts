@@ -126,6 +126,8 @@ export interface LocalChainOptions {
 
 export interface LocalChain {
   rpcUrl: string;
+  /** The same node's WebSocket endpoint (one port serves both), for `eth_subscribe("newHeads")`. */
+  wsUrl: string;
   chainId: number;
   pid: number;
   /** SIGTERM, then SIGKILL after stopTimeoutMs; resolves once the process has exited. */
@@ -207,7 +209,7 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
         // `hardhat node` logs every request and mined transaction: lines nobody reads unless asked, which
         // cost the node and its reader CPU under a trade load (docs/benchmarks.md, stop 53).
         if (options.logRequests !== true) await nodeRpc(rpcUrl, "hardhat_setLoggingEnabled", [false]);
-        return { rpcUrl, chainId, pid, stop };
+        return { rpcUrl, wsUrl: rpcUrl.replace(/^http:/, "ws:"), chainId, pid, stop };
       }
       if (Date.now() > deadline) throw failure(`did not answer eth_chainId within ${startTimeoutMs} ms`);
       await sleep(100);

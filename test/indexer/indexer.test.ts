@@ -579,6 +579,15 @@ describe("escrow indexer", () => {
     }
   });
 
+  // Ponder is patched to measure its event loop's delay every 10 ms (prom-client's default), not every 1 ms:
+  // at 1 ms the monitor woke an idle indexer a thousand times a second, half its CPU while idle.
+  it("measures its event loop's delay at a 10 ms resolution, not waking every millisecond", async () => {
+    const metrics = await (await fetch(`${indexer!.url}/metrics`)).text();
+    const smallest = /^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(metrics);
+    assert.ok(smallest, "no nodejs_eventloop_lag_min_seconds in Ponder's metrics");
+    assert.ok(Number(smallest[1]) >= 0.009, `the smallest event-loop delay measured is ${smallest[1]} s: the monitor's timer fires more often than every 10 ms`);
+  });
+
   it("names a schema per indexer build and deployment", async () => {
     const base = {
       rpcUrl: chain.rpcUrl,

@@ -581,11 +581,13 @@ describe("escrow indexer", () => {
 
   // Ponder is patched to measure its event loop's delay every 10 ms (prom-client's default), not every 1 ms:
   // at 1 ms the monitor woke an idle indexer a thousand times a second, half its CPU while idle.
+  // The monitor records the time between its timer's runs; their mean is its interval (1 ms unpatched), or
+  // more on a loaded machine. The smallest is no measure: a run that came late is followed at once by the next.
   it("measures its event loop's delay at a 10 ms resolution, not waking every millisecond", async () => {
     const metrics = await (await fetch(`${indexer!.url}/metrics`)).text();
-    const smallest = /^nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(metrics);
-    assert.ok(smallest, "no nodejs_eventloop_lag_min_seconds in Ponder's metrics");
-    assert.ok(Number(smallest[1]) >= 0.009, `the smallest event-loop delay measured is ${smallest[1]} s: the monitor's timer fires more often than every 10 ms`);
+    const mean = /^nodejs_eventloop_lag_mean_seconds (\S+)$/m.exec(metrics);
+    assert.ok(mean, "no nodejs_eventloop_lag_mean_seconds in Ponder's metrics");
+    assert.ok(Number(mean[1]) >= 0.005, `the event-loop monitor's timer ran every ${mean[1]} s on average: more often than every 10 ms`);
   });
 
   it("names a schema per indexer build and deployment", async () => {

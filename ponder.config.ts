@@ -15,7 +15,8 @@
 //                        local chain): Ponder subscribes to new heads there instead of polling for the head,
 //                        takes the first at once and then at most one a polling interval, and fetches the
 //                        blocks over RPC_URL (patched: docs/operations.md section 3). Unset: polling only.
-//                        After 9 failed connections in a row Ponder polls instead.
+//                        A socket that does not answer a ping within 20 polling intervals is cut and connected
+//                        again; after 9 failed connections in a row Ponder polls instead.
 //   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
 //                        minimum) on 31337, where a block exists the moment its transaction is sent and
 //                        the node is ours; else 1000 ms, a provider's rate limit in mind
@@ -32,6 +33,7 @@ import { readFileSync } from "node:fs";
 import { createConfig } from "ponder";
 import { getAddress, isAddress } from "viem";
 import { escrowAbi } from "./src/chain/escrow-abi.ts";
+import { isUrlOf } from "./src/config.ts";
 import { rpcEndpoints } from "./src/chain/rpc-transport.ts";
 
 const LOCAL_CHAIN_ID = 31337;
@@ -83,7 +85,7 @@ const isLocal = chainId === LOCAL_CHAIN_ID;
 const escrow = escrowLocation(chainId);
 const endpoints = rpcEndpoints(process.env.RPC_URL || "http://127.0.0.1:8545");
 const newHeadsUrl = process.env.PONDER_WS_URL || undefined;
-if (newHeadsUrl !== undefined && !/^wss?:\/\/[^\s]+$/.test(newHeadsUrl)) fail(`PONDER_WS_URL must be a ws:// or wss:// URL, got "${newHeadsUrl}"`);
+if (newHeadsUrl !== undefined && !isUrlOf(newHeadsUrl, ["ws:", "wss:"])) fail(`PONDER_WS_URL must be a ws:// or wss:// URL, got "${newHeadsUrl}"`);
 const rpcLanes = integerEnv("PONDER_RPC_LANES", isLocal ? 4 : 1);
 if (rpcLanes < 1) fail("PONDER_RPC_LANES must be at least 1");
 

@@ -145,16 +145,18 @@ function gwei(env: Env, name: string): string | undefined {
   return raw;
 }
 
-function url(env: Env, name: string): string | undefined {
+/**
+ * Whether `raw` is an absolute URL of one of `protocols`: the rule for every URL here, and for the chain's
+ * endpoints also in ponder.config.ts, which reads Ponder's own environment (PONDER_WS_URL).
+ */
+export function isUrlOf(raw: string, protocols: readonly string[]): boolean {
+  return URL.canParse(raw) && protocols.includes(new URL(raw).protocol);
+}
+
+function url(env: Env, name: string, protocols: readonly string[] = ["http:", "https:"]): string | undefined {
   const raw = text(env, name);
   if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, `must be an absolute URL, got "${raw}"`);
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ConfigError(name, "must be an http(s) URL");
+  if (!isUrlOf(raw, protocols)) throw new ConfigError(name, `must be an absolute ${protocols.map((protocol) => `${protocol}//`).join(" or ")} URL, got "${raw}"`);
   return raw.replace(/\/+$/, "");
 }
 
@@ -165,20 +167,6 @@ function urlList(env: Env, name: string): string | undefined {
   const urls = raw.split(",").map((part) => url({ [name]: part }, name));
   if (urls.some((entry) => entry === undefined)) throw new ConfigError(name, `must be one or more http(s) URLs, comma-separated, got "${raw}"`);
   return urls.join(",");
-}
-
-/** A ws(s) URL (RPC_WS_URL). */
-function webSocketUrl(env: Env, name: string): string | undefined {
-  const raw = text(env, name);
-  if (raw === undefined) return undefined;
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed === undefined || (parsed.protocol !== "ws:" && parsed.protocol !== "wss:")) throw new ConfigError(name, `must be a ws:// or wss:// URL, got "${raw}"`);
-  return raw;
 }
 
 /** An optional whole number within bounds: unset stays unset, so the default lives with its user. */
@@ -244,7 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: text(env, "DATA_DIR") ?? ".data",
     rpcUrl: urlList(env, "RPC_URL"),
-    rpcWsUrl: webSocketUrl(env, "RPC_WS_URL"),
+    rpcWsUrl: url(env, "RPC_WS_URL", ["ws:", "wss:"]),
     indexerPollingIntervalMs: optionalInteger(env, "PONDER_POLLING_INTERVAL_MS", 100, 3_600_000),
     indexerRpcLanes: optionalInteger(env, "PONDER_RPC_LANES", 1, 64),
     chainId: integer(env, "CHAIN_ID", LOCAL_CHAIN_ID, 1, Number.MAX_SAFE_INTEGER),

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 
@@ -191,6 +192,24 @@ test("RPC_WS_URL takes a ws:// or wss:// endpoint beside RPC_URL; the indexer's 
 
 test("RPC_WS_URL without RPC_URL stops: the local node serves its own", () => {
   assertConfigError({ RPC_WS_URL: "ws://127.0.0.1:8545" }, "RPC_WS_URL");
+});
+
+test("Ponder's configuration holds PONDER_WS_URL to RPC_WS_URL's rule: it reads its own environment", () => {
+  // ponder.config.ts runs in Ponder's process, so it checks its WebSocket endpoint itself, with config's rule.
+  const values = ["ws://127.0.0.1:8545", "wss://rpc.example.com/ws", "https://rpc.example.com", "wss//rpc.example.com", "ws://", "ws://[::1"];
+  const ponderEnv = { PATH: process.env.PATH ?? "", DATABASE_URL: "postgres://127.0.0.1/none", ESCROW_ADDRESS: `0x${"a".repeat(40)}`, ESCROW_START_BLOCK: "0" };
+  const verdicts = values.map((value) => {
+    let service = true;
+    try {
+      loadConfig({ ...PRODUCTION, RPC_WS_URL: value });
+    } catch {
+      service = false;
+    }
+    const ponder = spawnSync(process.execPath, ["--input-type=module", "-e", "await import('./ponder.config.ts')"], { env: { ...ponderEnv, PONDER_WS_URL: value }, encoding: "utf8" });
+    if (ponder.status !== 0) assert.match(ponder.stderr, /PONDER_WS_URL must be a ws:\/\/ or wss:\/\/ URL/);
+    return [value, service, ponder.status === 0];
+  });
+  assert.deepEqual(verdicts, values.map((value, index) => [value, index < 2, index < 2]));
 });
 
 test("SANDBOX=false requires the production variables too", () => {

@@ -15,8 +15,9 @@
 //                        local chain): Ponder subscribes to new heads there instead of polling for the head,
 //                        takes the first at once and then at most one a polling interval, and fetches the
 //                        blocks over RPC_URL (patched: docs/operations.md section 3). Unset: polling only.
-//                        A socket that does not answer a ping within 20 polling intervals is cut and connected
-//                        again; after 9 failed connections in a row Ponder polls instead.
+//                        A socket that does not answer a ping within 20 polling intervals, or whose subscription
+//                        leaves a head unannounced (the Hardhat node drops one after 5 minutes), is cut and
+//                        subscribed again; after 9 failed connections in a row Ponder polls instead.
 //   PONDER_POLLING_INTERVAL_MS  how often Ponder asks the node for a new block: default 100 ms (Ponder's
 //                        minimum) on 31337, where a block exists the moment its transaction is sent and
 //                        the node is ours; else 1000 ms, a provider's rate limit in mind

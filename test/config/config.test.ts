@@ -194,6 +194,8 @@ test("RPC_WS_URL without RPC_URL stops: the local node serves its own", () => {
   assertConfigError({ RPC_WS_URL: "ws://127.0.0.1:8545" }, "RPC_WS_URL");
 });
 
+const PONDER_CONFIG = new URL("../../ponder.config.ts", import.meta.url).href;
+
 test("Ponder's configuration holds PONDER_WS_URL to RPC_WS_URL's rule: it reads its own environment", () => {
   // ponder.config.ts runs in Ponder's process, so it checks its WebSocket endpoint itself, with config's rule.
   const values = ["ws://127.0.0.1:8545", "wss://rpc.example.com/ws", "https://rpc.example.com", "wss//rpc.example.com", "ws://", "ws://[::1"];
@@ -205,7 +207,7 @@ test("Ponder's configuration holds PONDER_WS_URL to RPC_WS_URL's rule: it reads 
     } catch {
       service = false;
     }
-    const ponder = spawnSync(process.execPath, ["--input-type=module", "-e", "await import('./ponder.config.ts')"], { env: { ...ponderEnv, PONDER_WS_URL: value }, encoding: "utf8" });
+    const ponder = spawnSync(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(PONDER_CONFIG)})`], { env: { ...ponderEnv, PONDER_WS_URL: value }, encoding: "utf8" });
     if (ponder.status !== 0) assert.match(ponder.stderr, /PONDER_WS_URL must be a ws:\/\/ or wss:\/\/ URL/);
     return [value, service, ponder.status === 0];
   });

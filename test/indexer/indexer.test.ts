@@ -365,8 +365,28 @@ async function stopIndexer(): Promise<void> {
 }
 
 /** Waits until `promise` has resolved (an armed fault of the front fired, say), failing as waitFor does at its timeout. */
-const resolved = (what: string, promise: Promise<unknown>, timeoutMs?: number) =>
-  waitFor(what, () => Promise.race([promise.then(() => true), new Promise<undefined>((resolve) => setTimeout(resolve, 500))]), timeoutMs);
+const resolved = (what: string, promise: Promise<unknown>) => waitFor(what, () => Promise.race([promise.then(() => true), new Promise<undefined>((resolve) => setTimeout(resolve, 500))]));
+
+/** The indexer's new-heads subscriptions, read from its debug log: how many it made, and the last one's id. */
+function subscriptionLog(): { logger: IndexerLogger; last: () => Hex | undefined; waitFor: (count: number, timeoutMs: number) => Promise<true> } {
+  let made = 0;
+  let last: Hex | undefined;
+  const logger: IndexerLogger = {
+    debug: (fields, message) => {
+      if (message !== "Created JSON-RPC WebSocket subscription") return;
+      made += 1;
+      last = (fields as { subscription?: Hex }).subscription;
+    },
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+  };
+  return {
+    logger,
+    last: () => last,
+    waitFor: (count, timeoutMs) => waitFor(`new-heads subscription ${count}`, async () => (made >= count ? true : undefined), timeoutMs),
+  };
+}
 
 /**
  * Starts the indexer through `front` and waits until it has caught up, arms `arm`'s fault on the front (it
@@ -859,22 +879,14 @@ describe("escrow indexer", () => {
         if (call.method === "eth_getBlockByNumber" && call.params?.[0] === "latest") latestAskedAt.push(Date.now());
       },
     });
-    const subscribed = Promise.withResolvers<void>();
-    const logger: IndexerLogger = {
-      debug: (_fields, message) => {
-        if (message === "Created JSON-RPC WebSocket subscription") subscribed.resolve();
-      },
-      info: () => undefined,
-      warn: () => undefined,
-      error: () => undefined,
-    };
+    const subscriptions = subscriptionLog();
     const atTip = async () => {
       const tip = await publicClient.getBlock();
       await waitFor("indexer_head at the tip", async () => ((await readIndexerHead(pool, SCHEMA))?.latestBlockHash === tip.hash ? true : undefined), 20_000);
     };
     try {
-      indexer = await launchIndexer({ rpcUrl: proxy.url, newHeadsUrl: chain.wsUrl, logLevel: "debug", logger });
-      await resolved("the new-heads subscription", subscribed.promise, 90_000);
+      indexer = await launchIndexer({ rpcUrl: proxy.url, newHeadsUrl: chain.wsUrl, logLevel: "debug", logger: subscriptions.logger });
+      await subscriptions.waitFor(1, 90_000);
       await waitForChainMatch(90_000);
       await atTip();
 
@@ -922,25 +934,14 @@ describe("escrow indexer", () => {
 
   describe("the WebSocket to the node fails", () => {
     let front: TcpFront;
-    let subscriptions = 0;
-    let subscription: Hex | undefined;
+    let subscriptions: ReturnType<typeof subscriptionLog>;
 
     beforeEach(async () => {
       await stopIndexer();
       front = await startTcpFront(chain.wsUrl);
-      subscriptions = 0;
-      const logger: IndexerLogger = {
-        debug: (fields, message) => {
-          if (message !== "Created JSON-RPC WebSocket subscription") return;
-          subscriptions += 1;
-          subscription = (fields as { subscription?: Hex }).subscription;
-        },
-        info: () => undefined,
-        warn: () => undefined,
-        error: () => undefined,
-      };
-      indexer = await launchIndexer({ newHeadsUrl: front.url, logLevel: "debug", logger });
-      await waitFor("the new-heads subscription", async () => (subscriptions >= 1 ? true : undefined), 90_000);
+      subscriptions = subscriptionLog();
+      indexer = await launchIndexer({ newHeadsUrl: front.url, logLevel: "debug", logger: subscriptions.logger });
+      await subscriptions.waitFor(1, 90_000);
       await waitForChainMatch(90_000);
     });
 
@@ -955,7 +956,8 @@ describe("escrow indexer", () => {
       const { orderId } = await deposit();
       const rows = await waitForChainMatch(20_000);
       assert.equal(rows.filter((row) => row.order_id === orderId).length, 1);
-      await waitFor("a second subscription, on a new connection", async () => (subscriptions >= 2 && front.connections() >= 2 ? true : undefined), 20_000);
+      await subscriptions.waitFor(2, 20_000);
+      assert.ok(front.connections() >= 2, "the second subscription on a new connection");
       const after = await deposit(3n * USDC);
       assert.equal((await waitForChainMatch(20_000)).filter((row) => row.order_id === after.orderId).length, 1);
     });
@@ -963,10 +965,10 @@ describe("escrow indexer", () => {
     // The Hardhat node drops a subscription 5 minutes after it was made, its connection still open and
     // answering pings: unnoticed, the indexer then followed the chain only when it asked for the head itself.
     it("a subscription the node drops on a live connection is noticed: the blocks mined meanwhile indexed, subscribed again", async () => {
-      assert.equal(await rpc<boolean>("eth_unsubscribe", [subscription]), true);
+      assert.equal(await rpc<boolean>("eth_unsubscribe", [subscriptions.last()]), true);
       const { orderId } = await deposit();
       assert.equal((await waitForChainMatch(20_000)).filter((row) => row.order_id === orderId).length, 1);
-      await waitFor("a second subscription", async () => (subscriptions >= 2 ? true : undefined), 20_000);
+      await subscriptions.waitFor(2, 20_000);
       const after = await deposit(3n * USDC);
       assert.equal((await waitForChainMatch(20_000)).filter((row) => row.order_id === after.orderId).length, 1);
     });
@@ -974,7 +976,7 @@ describe("escrow indexer", () => {
     it("a dropped socket is subscribed again, and the blocks mined while it was down indexed", async () => {
       front.drop();
       const { orderId } = await deposit();
-      await waitFor("a second subscription", async () => (subscriptions >= 2 ? true : undefined), 20_000);
+      await subscriptions.waitFor(2, 20_000);
       assert.equal((await waitForChainMatch(20_000)).filter((row) => row.order_id === orderId).length, 1);
     });
   });

@@ -15,12 +15,13 @@ export interface TcpFront {
 }
 
 export async function startTcpFront(upstreamUrl: string): Promise<TcpFront> {
-  const upstream = new URL(upstreamUrl);
+  const url = new URL(upstreamUrl);
+  const [upstreamHost, upstreamPort] = [url.hostname, Number(url.port)];
   const open = new Set<{ client: net.Socket; server: net.Socket; stalled: boolean }>();
   let made = 0;
   const front = net.createServer((client) => {
     made += 1;
-    const server = net.connect(Number(upstream.port), upstream.hostname);
+    const server = net.connect(upstreamPort, upstreamHost);
     const pair = { client, server, stalled: false };
     open.add(pair);
     client.on("data", (chunk) => pair.stalled || server.write(chunk));
@@ -36,7 +37,6 @@ export async function startTcpFront(upstreamUrl: string): Promise<TcpFront> {
     }
   });
   await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
-  const url = new URL(upstreamUrl);
   url.host = `127.0.0.1:${(front.address() as net.AddressInfo).port}`;
   return {
     url: url.toString().replace(/\/$/, ""),

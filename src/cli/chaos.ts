@@ -386,9 +386,12 @@ try {
   // Quiescence, then the checks.
   const orderIds = trades.flatMap((trade) => (trade.orderId ? [trade.orderId] : []));
   let lastSettleLog = 0;
+  // By the tip's hash, not its number: after a reorganisation that kept the chain's height, an indexer still
+  // holding the replaced blocks is at the tip's number but not caught up (seen in CI: a reorg while PostgreSQL
+  // was down, the checks run before the indexer had reverted the replaced blocks' events).
   const indexerCaughtUp = async () => {
     const head = await readIndexerHead(running.pool, running.indexerSchema);
-    return head !== undefined && head.latestBlock >= (await publicClient.getBlockNumber());
+    return head !== undefined && head.latestBlockHash === (await publicClient.getBlock()).hash;
   };
   settled = await settle(running.pool, orderIds, options.settleSeconds * 1000, indexerCaughtUp, (left) => {
     if (Date.now() - lastSettleLog > options.progressSeconds * 1000) {

@@ -63,6 +63,14 @@ function nulAt(value: unknown): string | undefined {
   return undefined;
 }
 
+/** VALIDATION_ERROR naming the first field of the query or body (`where`) that holds NUL. */
+function refuseNul(where: "query" | "body", value: unknown): void {
+  if (value === undefined) return;
+  const at = nulAt(value);
+  const field = at && at.length > 80 ? `${at.slice(0, 80)}…` : at;
+  if (at !== undefined) throw new ValidationError(`The ${where}${field ? ` field "${field}"` : ""} must not contain the NUL character (U+0000)`);
+}
+
 const parseJsonBody = jsonBody();
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
@@ -108,15 +116,22 @@ export class RouteGroup {
   middleware(): Koa.Middleware<AppState> {
     const routes = this.router.routes() as Koa.Middleware<AppState>;
     const fallback = this.fallback.routes() as Koa.Middleware<AppState>;
-    const fixed = new Map<string, Koa.Middleware<AppState>>();
-    for (const { layer, path, chain } of this.fixedRoutes) {
-      for (const method of layer.methods) {
-        if (this.router.match(path, method).pathAndMethod[0] === layer && !fixed.has(`${method} ${path}`)) fixed.set(`${method} ${path}`, chain);
+    // By method, then path: no key is built on the request's path.
+    const fixed = new Map<string, Map<string, { path: string; chain: Koa.Middleware<AppState> }>>();
+    for (const route of this.fixedRoutes) {
+      for (const method of route.layer.methods) {
+        const paths = fixed.get(method) ?? fixed.set(method, new Map()).get(method)!;
+        if (this.router.match(route.path, method).pathAndMethod[0] === route.layer && !paths.has(route.path)) paths.set(route.path, route);
       }
     }
     return (ctx, next) => {
-      const chain = fixed.get(`${ctx.method} ${ctx.path}`);
-      return chain ? chain(ctx, () => fallback(ctx, next)) : routes(ctx, () => fallback(ctx, next));
+      const route = fixed.get(ctx.method)?.get(ctx.path);
+      if (!route) return routes(ctx, () => fallback(ctx, next));
+      // What the router's own first step sets for a matched route without parameters.
+      ctx.captures = [];
+      ctx.params = (ctx.request as { params?: Record<string, string> }).params = {};
+      ctx.routerPath = ctx._matchedRoute = route.path;
+      return route.chain(ctx, () => fallback(ctx, next));
     };
   }
 
@@ -127,34 +142,26 @@ export class RouteGroup {
     const validateQuery: Validator<Query> = queryValidator<Query>(spec.query ?? NO_QUERY);
     const run = async (ctx: AppContext) => {
       // No id or reference holds a control character: such a path names nothing (and PostgreSQL refuses NUL).
-      if (Object.values(ctx.params as Record<string, string>).some((value) => CONTROL_CHARACTER.test(value))) throw new NotFoundError();
-      // Nor can a query value or body field hold NUL: PostgreSQL text cannot store it.
-      for (const [where, value] of [["query", ctx.query], ["body", ctx.request.body]] as const) {
-        const at = nulAt(value);
-        const field = at && at.length > 80 ? `${at.slice(0, 80)}…` : at;
-        if (at !== undefined) throw new ValidationError(`The ${where}${field ? ` field "${field}"` : ""} must not contain the NUL character (U+0000)`);
-      }
-      const query = validateQuery({ ...ctx.query });
-      // Nor does a route whose contract has no body accept fields in one. (A route may attach its body
-      // schema after registration, for the document only, when it checks the body itself later.)
-      if (!validateBody && spec.body === undefined) validateNoBody(ctx.request.body ?? {});
+      const params = ctx.params as Record<string, string>;
+      for (const name in params) if (CONTROL_CHARACTER.test(params[name]!)) throw new NotFoundError();
+      // Nor can a query value or body field hold NUL: PostgreSQL text cannot store it. (Without a query
+      // string, Koa's parse of one would make objects for nothing.)
+      const rawQuery = ctx.querystring ? ctx.query : {};
+      refuseNul("query", rawQuery);
+      refuseNul("body", ctx.request.body);
+      const query = validateQuery({ ...rawQuery });
+      // Nor does a route whose contract has no body accept fields in one (a GET's is never read). (A route
+      // may attach its body schema after registration, for the document only, when it checks the body itself later.)
+      if (!validateBody && spec.body === undefined && ctx.request.body !== undefined) validateNoBody(ctx.request.body);
       const body = validateBody ? validateBody(ctx.request.body ?? {}) : ({} as Body);
-      await handler(ctx, { body, query, params: ctx.params as Record<string, string> });
+      await handler(ctx, { body, query, params });
     };
     const middleware: Koa.Middleware<AppState>[] = [...this.guards, ...(spec.guards ?? []), parseJsonBody];
     if (spec.idempotent && this.idempotency) middleware.push(this.idempotency);
     this.router[spec.method](spec.path, ...middleware, run as Koa.Middleware<AppState>);
     if (!/[:{*(]/.test(spec.path)) {
-      const path = `${this.prefix}${spec.path}`;
-      // What the router's own first step sets for a matched route without parameters.
-      const matched: Koa.Middleware<AppState> = (ctx, next) => {
-        ctx.captures = [];
-        ctx.params = (ctx.request as { params?: Record<string, string> }).params = {};
-        ctx.routerPath = ctx._matchedRoute = path;
-        return next();
-      };
       // The layer the router just made for this route (its methods, HEAD with GET).
-      this.fixedRoutes.push({ layer: this.router.stack.at(-1)!, path, chain: compose([matched, ...middleware, run as Koa.Middleware<AppState>]) });
+      this.fixedRoutes.push({ layer: this.router.stack.at(-1)!, path: `${this.prefix}${spec.path}`, chain: compose([...middleware, run as Koa.Middleware<AppState>]) });
     }
     return this;
   }

@@ -14,7 +14,7 @@ import { beginRequest, logRequest } from "./request-context.ts";
 export function requestLifecycle(deps: { logger: Logger; metrics: HttpMetrics }): Koa.Middleware<AppState> {
   const { logger, metrics } = deps;
   return async (ctx, next) => {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     beginRequest(ctx, logger);
     useLinearQuery(ctx);
     try {
@@ -23,7 +23,7 @@ export function requestLifecycle(deps: { logger: Logger; metrics: HttpMetrics })
     } catch (caught) {
       answerError(ctx, caught);
     } finally {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const seconds = (performance.now() - started) / 1000;
       metrics.record(ctx, seconds);
       logRequest(ctx, logger, seconds);
     }

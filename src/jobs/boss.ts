@@ -28,7 +28,26 @@ export async function startJobs(databaseUrl: string, logger: Logger): Promise<Pg
   });
   boss.on("error", (error) => logger.error({ err: error }, "job queue error"));
   await boss.start();
+  await ensureJobDueIndex(boss);
   return boss;
+}
+
+/**
+ * Each queue's jobs not yet active by due time, then creation: what a worker with `orderByStartAfter`
+ * (DUE_FIRST, src/jobs/queues.ts) reads, so its fetch stops at the first job not yet due. pg-boss's own
+ * indexes order them by priority and creation, and a fetch then read every open order's timer at each
+ * poll (docs/benchmarks.md, stop 58). On pg-boss's parent table, so each queue's partition has it.
+ */
+export const JOB_DUE_INDEX = "job_due";
+
+async function ensureJobDueIndex(boss: PgBoss): Promise<void> {
+  // One statement, one transaction: the advisory lock keeps instances starting together from creating it twice.
+  await boss.getDb().executeSql(
+    `DO $$ BEGIN
+       PERFORM pg_advisory_xact_lock(hashtext('offramp:pgboss.${JOB_DUE_INDEX}'));
+       CREATE INDEX IF NOT EXISTS ${JOB_DUE_INDEX} ON pgboss.job (name, start_after, created_on) WHERE state < 'active' AND NOT blocked;
+     END $$`,
+  );
 }
 
 /**

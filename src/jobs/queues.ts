@@ -85,6 +85,13 @@ export const MAINTENANCE_QUEUES = {
 // whole 60 s expiry after every order had ended.
 const HEARTBEAT_SECONDS = 10;
 
+/**
+ * Work options of a queue that holds jobs deferred to later (timers, retries with backoff): fetch the jobs
+ * that fell due first, through JOB_DUE_INDEX (src/jobs/boss.ts, patches/pg-boss+12.38.0.patch), so a fetch
+ * costs the due jobs, not every job the queue holds. Priorities, which no queue here sets, are not honoured.
+ */
+export const DUE_FIRST = { orderByStartAfter: true } as const;
+
 export const ORDER_QUEUE_OPTIONS = {
   // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
   // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so

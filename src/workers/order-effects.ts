@@ -8,7 +8,7 @@ import { orderEventsStatement } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 import { gatheredJobWrites, jobWritesAtOnce, type JobWrites } from "../jobs/job-writes.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed, settlingEachJob } from "../jobs/retry.ts";
-import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, timerJobId, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
+import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, DUE_FIRST, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, timerJobId, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
 /**
  * The order actors' effects as pg-boss jobs and outbox rows, written through the transition's own
@@ -143,7 +143,7 @@ export async function startOrderWorkers(deps: {
 }): Promise<void> {
   const { boss, pool, ports, logger, depositOutcome } = deps;
   // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
-  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
+  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { ...DUE_FIRST, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
     const { orderId, timer, dueAt } = job.data;
     const escrow = deps.escrow;
     if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job.data))) return;
@@ -161,7 +161,7 @@ export async function startOrderWorkers(deps: {
         else if (!(error instanceof TransactionNotYetMinedError)) logger.warn({ transactionId: job.data.transactionId, err: error }, "escrow transaction step failed; retried");
       });
     // A full batch is followed by the next fetch at once rather than after the polling interval.
-    const workOptions = { batchSize: 25, localConcurrency: 2, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, perJobResults: true } as const;
+    const workOptions = { ...DUE_FIRST, batchSize: 25, localConcurrency: 2, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, perJobResults: true } as const;
     await boss.work<ChainSendJob>(
       CHAIN_SEND_QUEUE,
       workOptions,

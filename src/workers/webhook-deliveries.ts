@@ -5,7 +5,7 @@ import { withTransaction, type Pool, type PoolClient, type Queryable } from "../
 import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
 import { closeWebhookConnections, postWebhook, type WebhookResponse } from "../webhooks/http-sender.ts";
-import { DELIVERY_QUEUE, deliveryQueueOptions, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../jobs/queues.ts";
+import { DELIVERY_QUEUE, deliveryQueueOptions, DUE_FIRST, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../jobs/queues.ts";
 import { enqueueAttempts } from "../webhooks/queue.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";
 
@@ -600,6 +600,7 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
   await boss.work<DeliveryJob>(
     DELIVERY_QUEUE,
     {
+      ...DUE_FIRST,
       batchSize: options.batchSize ?? 100,
       // One fetcher: a batch's attempts run concurrently in the dispatcher once claimed, and pg-boss wakes
       // every fetcher of a queue at each job's NOTIFY, so a second one fetched nothing once a job (two

@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { lockQuoteWithUser } from "../../src/quotes/quotes.ts";
+import { assertStatus } from "../support/assertions.ts";
+import { startTestService, type TestService } from "../support/service.ts";
+
+// POST /orders locks its quote and the quote's user in one named statement, which each database session
+// plans once. Planned on a table still empty, as on a new database, the plan is kept while the table
+// grows: it must find the quote by its key, not read every quote of the partner.
+const LATER_QUOTES = 2_000;
+
+let service: TestService;
+let partner: { id: string; apiKey: string };
+
+before(async () => {
+  service = await startTestService();
+  partner = await service.createPartner({ tier: "ENTERPRISE" });
+  assertStatus(await service.api("POST", "/users", { key: partner.apiKey, body: { partnerUserRef: "seller" } }), 201);
+});
+after(() => service.close());
+
+test(`the order's lock of its quote reads that quote only, planned on an empty table and run with ${LATER_QUOTES} more quotes of the partner`, async () => {
+  const quote = await service.api<{ id: string }>("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 10, partnerUserRef: "seller" } });
+  assertStatus(quote, 201);
+  const session = await service.pool.connect();
+  try {
+    // The plan this session keeps for the statement, made now, with one quote in the table.
+    await session.query("SET plan_cache_mode = force_generic_plan");
+    await session.query("BEGIN");
+    assert.ok(await lockQuoteWithUser(session, partner.id, quote.body.id));
+    await session.query("ROLLBACK");
+
+    await service.pool.query(
+      `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
+       SELECT 'qt_later_' || g, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at
+         FROM quotes, generate_series(1, $2) AS g WHERE id = $1`,
+      [quote.body.id, LATER_QUOTES],
+    );
+    const { rows } = await session.query<{ name: string }>("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%FROM quotes q JOIN users u%'");
+    assert.equal(rows.length, 1);
+    await session.query("BEGIN");
+    const explained = await session.query<{ "QUERY PLAN": { Plan: Record<string, unknown> }[] }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${rows[0]!.name}(${session.escapeLiteral(quote.body.id)}, ${session.escapeLiteral(partner.id)})`,
+    );
+    await session.query("ROLLBACK");
+    const plan = explained.rows[0]!["QUERY PLAN"][0]!.Plan;
+    const indexes = [...JSON.stringify(plan).matchAll(/"Index Name":"([^"]+)"/g)].map((match) => match[1]).sort();
+    assert.deepEqual(indexes, ["quotes_pkey", "users_pkey"]);
+    assert.ok(Number(plan["Shared Hit Blocks"]) + Number(plan["Shared Read Blocks"]) <= 20, `read ${plan["Shared Hit Blocks"]} + ${plan["Shared Read Blocks"]} buffers`);
+  } finally {
+    await session.query("ROLLBACK").catch(() => undefined);
+    session.release();
+  }
+});

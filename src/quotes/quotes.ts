@@ -119,7 +119,10 @@ export interface QuoteUser {
 export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteId: string): Promise<{ quote: Quote; user: QuoteUser } | undefined> {
   const { rows } = await db.query<QuoteRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date }>(
     prepared(
-      `SELECT q.*, u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
+      // Named columns, not q.*: a session's prepared statement fails once a migration adds a column (db/pool.ts).
+      `SELECT q.id, q.partner_id, q.user_id, q.amount_usdc, q.exchange_rate, q.rate_source, q.gross_mxn, q.fee_percent, q.fee_mxn,
+              q.fee_recipient, q.net_mxn, q.expires_at, q.used_at, q.created_at,
+              u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
               u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at
          FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR UPDATE OF q, u`,
       [quoteId, partnerId],

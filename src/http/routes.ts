@@ -150,8 +150,8 @@ export class RouteGroup {
       refuseNul("query", rawQuery);
       refuseNul("body", ctx.request.body);
       const query = validateQuery({ ...rawQuery });
-      // Nor does a route whose contract has no body accept fields in one (a GET's is never read). (A route
-      // may attach its body schema after registration, for the document only, when it checks the body itself later.)
+      // Nor does a route whose contract has no body accept fields in one; a GET's body is never read. A route
+      // may attach its body schema after registration, for the document only, when it checks the body itself later.
       if (!validateBody && spec.body === undefined && ctx.request.body !== undefined) validateNoBody(ctx.request.body);
       const body = validateBody ? validateBody(ctx.request.body ?? {}) : ({} as Body);
       await handler(ctx, { body, query, params });

@@ -5,6 +5,7 @@ import { JOB_DUE_INDEX, startJobs, type PgBoss } from "../../src/jobs/boss.ts";
 import { DUE_FIRST } from "../../src/jobs/queues.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createTestDatabase } from "../support/database.ts";
+import { onFetches, within } from "./support/fetches.ts";
 
 // A queue of order timers holds every open order's deadline, hours to a day ahead. Its workers fetch the
 // jobs that fell due first (DUE_FIRST, patches/pg-boss+12.38.0.patch) through JOB_DUE_INDEX: a fetch reads
@@ -36,24 +37,13 @@ async function queueWithDeferredJobs(name: string): Promise<void> {
   }
 }
 
-/** Waits (15 s at most) until `check` holds. */
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
 /** The SQL of the next fetch of `name` that the instance sends to the database, and its parameters. */
 function nextFetch(name: string): Promise<{ text: string; values: unknown[] }> {
-  const db = boss.getDb() as { executeSql: (text: string, values?: unknown[]) => Promise<unknown> };
-  const original = db.executeSql;
   return new Promise((resolve) => {
-    db.executeSql = function (this: unknown, text: string, values?: unknown[]) {
-      if (text.includes("SKIP LOCKED") && text.includes(`'${name}'`)) {
-        db.executeSql = original;
-        resolve({ text, values: values ?? [] });
-      }
-      return original.call(this, text, values);
-    };
+    const stop = onFetches(boss, name, (text, values) => {
+      stop();
+      resolve({ text, values });
+    });
   });
 }
 
@@ -67,6 +57,22 @@ test("the due-time index is on every partition of pg-boss's job table", async ()
   assert.equal(rows[0]!.indexed, rows[0]!.partitions);
 });
 
+test("instances starting at once on a new database all start, with one due-time index", { timeout: 60_000 }, async () => {
+  const fresh = await createTestDatabase();
+  const instances = await Promise.allSettled([1, 2, 3].map(() => startJobs(fresh.url, createLogger("silent"))));
+  try {
+    assert.deepEqual(instances.map((instance) => instance.status), ["fulfilled", "fulfilled", "fulfilled"]);
+    const session = new pg.Client({ connectionString: fresh.url });
+    await session.connect();
+    const { rows } = await session.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = 'pgboss' AND indexname = $1", [JOB_DUE_INDEX]);
+    await session.end();
+    assert.equal(rows[0]!.n, 1);
+  } finally {
+    for (const instance of instances) if (instance.status === "fulfilled") await instance.value.stop({ graceful: false });
+    await fresh.drop();
+  }
+});
+
 test("a due-first worker takes the job that fell due first, not the one created first", async () => {
   const name = "due-order";
   await boss.createQueue(name);
@@ -78,7 +84,7 @@ test("a due-first worker takes the job that fell due first, not the one created 
   await boss.work<{ id: string }>(name, { ...DUE_FIRST, batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
     handled.push(job!.data.id);
   });
-  await until(() => handled.length === 2);
+  await within(15_000, () => handled.length === 2);
   assert.deepEqual(handled, ["due-first", "created-first"]);
 });
 
@@ -92,7 +98,7 @@ test(`a due-first worker's fetch reads the due jobs only, with ${DEFERRED} jobs 
     for (const job of jobs) handled.push(job.data.id);
   });
   const { text, values } = await fetch;
-  await until(() => handled.includes("due"));
+  await within(15_000, () => handled.includes("due"));
   assert.deepEqual(handled, ["due"]);
   // The same statement again, once the worker's own has run, explained and undone: its plan and the buffers it read.
   const client = await pool.connect();

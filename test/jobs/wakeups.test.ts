@@ -4,6 +4,7 @@ import pg from "pg";
 import { inTransaction, startJobs, type PgBoss } from "../../src/jobs/boss.ts";
 import { createLogger } from "../../src/logger.ts";
 import { createTestDatabase } from "../support/database.ts";
+import { onFetches, within } from "./support/fetches.ts";
 
 // Workers are woken by a NOTIFY sent with each job (pg-boss's LISTEN/NOTIFY), on every instance, when the
 // sending transaction commits (patches/pg-boss+12.38.0.patch): in the instance that sent it, one worker of
@@ -40,16 +41,6 @@ after(async () => {
   await pool?.end();
   await database?.drop();
 });
-
-/** Whether `check` holds within `withinMs`. */
-async function within(withinMs: number, check: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return false;
-}
 
 const waitForHandled = (id: string, withinMs: number) => within(withinMs, () => handled.some((entry) => entry.id === id));
 
@@ -113,13 +104,8 @@ test("the jobs of one transaction all start at once: each woken worker whose fet
 
 /** Counts the fetches of `name` that reach the database from the worker instance. */
 function countFetches(name: string): { count: () => number } {
-  const db = worker.getDb() as { executeSql: (text: string, values?: unknown[]) => Promise<unknown> };
-  const original = db.executeSql.bind(db);
   let fetches = 0;
-  db.executeSql = (text, values) => {
-    if (text.includes("SKIP LOCKED") && text.includes(`'${name}'`)) fetches++;
-    return original(text, values);
-  };
+  onFetches(worker, name, () => fetches++);
   return { count: () => fetches };
 }
 

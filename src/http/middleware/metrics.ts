@@ -11,6 +11,8 @@ export interface HttpMetrics {
 type RouteLabels = Record<"method" | "route" | "status", string>;
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Each bucket's `le` label, the last one +Inf. */
+const BUCKET_BOUNDS = [...LATENCY_BUCKETS, "+Inf" as const];
 
 /** One (method, route, status): its request count and its latencies by bucket (the last one +Inf), not cumulated. */
 interface RouteEntry {
@@ -30,7 +32,7 @@ function latencyHistogram(entries: readonly RouteEntry[]): Metric {
   const values = () =>
     entries.flatMap(({ labels, latencySum, latencyBuckets }) => {
       let cumulated = 0;
-      const buckets = [...LATENCY_BUCKETS, "+Inf" as const].map((le, index) => {
+      const buckets = BUCKET_BOUNDS.map((le, index) => {
         cumulated += latencyBuckets[index]!;
         return { metricName: `${name}_bucket`, labels: { le, ...labels }, value: cumulated };
       });
@@ -80,7 +82,7 @@ export function httpMetrics(): HttpMetrics {
     const byStatus = byMethod.get(method) ?? byMethod.set(method, new Map()).get(method)!;
     let entry = byStatus.get(status);
     if (!entry) {
-      entry = { labels: { method, route, status: String(status) }, requests: 0, latencySum: 0, latencyBuckets: new Array<number>(LATENCY_BUCKETS.length + 1).fill(0) };
+      entry = { labels: { method, route, status: String(status) }, requests: 0, latencySum: 0, latencyBuckets: new Array<number>(BUCKET_BOUNDS.length).fill(0) };
       byStatus.set(status, entry);
       entries.push(entry);
     }

@@ -92,6 +92,16 @@ const HEARTBEAT_SECONDS = 10;
  */
 export const DUE_FIRST = { orderByStartAfter: true } as const;
 
+/**
+ * Work options of a worker that takes one job at a time (an order's timer, a payment's verification), due
+ * first: after a job it fetches again at once, the queue may hold more, and sleeps its polling interval
+ * only after a fetch that found nothing (`burstWhenBatchFull` at batchSize 1, patches/pg-boss+12.38.0.patch).
+ * Sleeping after every job, a worker took jobs already waiting one a polling interval unless a new job's
+ * NOTIFY woke it, and timers falling due together announce nothing. Polls every half second (pg-boss's
+ * default is 2 s): a step of a trade waits at most that long for a worker.
+ */
+export const ONE_JOB_AT_A_TIME = { ...DUE_FIRST, batchSize: 1, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 } as const;
+
 export const ORDER_QUEUE_OPTIONS = {
   // A timer is one short transaction: a worker killed while holding one (SIGKILL, crash) gives it back
   // within a minute. Without expireInSeconds pg-boss waits its default 15 minutes before retrying, so

@@ -8,7 +8,7 @@ import { orderEventsStatement } from "../webhooks/outbox.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 import { gatheredJobWrites, jobWritesAtOnce, type JobWrites } from "../jobs/job-writes.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed, settlingEachJob } from "../jobs/retry.ts";
-import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, DUE_FIRST, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, timerJobId, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
+import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, DUE_FIRST, ONE_JOB_AT_A_TIME, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE, timerJobId, type ChainSendJob, type PaymentVerificationJob, type TimerJob } from "../jobs/queues.ts";
 
 /**
  * The order actors' effects as pg-boss jobs and outbox rows, written through the transition's own
@@ -142,8 +142,7 @@ export async function startOrderWorkers(deps: {
   depositOutcome?: DepositOutcome;
 }): Promise<void> {
   const { boss, pool, ports, logger, depositOutcome } = deps;
-  // Workers poll every half second (pg-boss's default is 2 s): a step of a trade waits at most that long.
-  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { ...DUE_FIRST, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
+  await boss.work<TimerJob>(ORDER_TIMER_QUEUE, { ...ONE_JOB_AT_A_TIME, localConcurrency: 2 }, retryingOnlyWhatCanSucceed<TimerJob>(async (job) => {
     const { orderId, timer, dueAt } = job.data;
     const escrow = deps.escrow;
     if (escrow && (timer === "LOCK_TIMEOUT" || timer === "REFUND_GRACE_TIMEOUT") && (await followLockClock({ boss, pool, ports, logger, escrow }, job.data))) return;

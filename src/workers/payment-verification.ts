@@ -5,7 +5,7 @@ import { samePayment, type OrderContext, type OrderStatus, type PaymentReportId 
 import type { AttemptOutcome, PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
 import { inTransaction, type PgBoss } from "../jobs/boss.ts";
 import { recordPermanentFailure, retryingOnlyWhatCanSucceed } from "../jobs/retry.ts";
-import { DUE_FIRST, PAYMENT_VERIFY_QUEUE, type PaymentVerificationJob, type ReportProgress } from "../jobs/queues.ts";
+import { ONE_JOB_AT_A_TIME, PAYMENT_VERIFY_QUEUE, type PaymentVerificationJob, type ReportProgress } from "../jobs/queues.ts";
 
 /** The attempt was taken over by another worker (it expired and was retried): nothing of this one is kept. */
 class AttemptLostError extends Error {}
@@ -148,7 +148,7 @@ export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool:
   for (const { id } of rows) await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: id } satisfies PaymentVerificationJob, { singletonKey: id });
   await boss.work<PaymentVerificationJob>(
     PAYMENT_VERIFY_QUEUE,
-    { ...DUE_FIRST, localConcurrency: PAYMENT_VERIFY_CONCURRENCY, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 },
+    { ...ONE_JOB_AT_A_TIME, localConcurrency: PAYMENT_VERIFY_CONCURRENCY },
     retryingOnlyWhatCanSucceed(handle, recordPermanentFailure(logger, PAYMENT_VERIFY_QUEUE)),
   );
 }

@@ -10,7 +10,10 @@ import { ONE_JOB_AT_A_TIME, PAYMENT_VERIFY_QUEUE, type PaymentVerificationJob, t
 /** The attempt was taken over by another worker (it expired and was retried): nothing of this one is kept. */
 class AttemptLostError extends Error {}
 
-/** Workers of the verification queue in each instance: the CEP portal lookups in flight at once. */
+/**
+ * Workers of the verification queue in each instance: the CEP portal lookups in flight at once, which the
+ * central bank's portal bears. About 20 reports a second an instance (docs/operations.md section 6).
+ */
 export const PAYMENT_VERIFY_CONCURRENCY = 4;
 
 /** The LOCKED orders with payment reports being verified; served by the partial index of migration 1764500000400, whose predicate is this one. */

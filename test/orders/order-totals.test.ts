@@ -7,6 +7,7 @@ import { withTotal } from "../../src/db/filters.ts";
 import { listOrderRows, orderCountQuery, orderPageQuery } from "../../src/orders/queries.ts";
 import { createPartner } from "../../src/partners/partners.ts";
 import { createTestDatabase } from "../support/database.ts";
+import { explained, planNodes } from "../support/query-plans.ts";
 import { createOrderFixture, type OrderFixture } from "../webhooks/support/fixtures.ts";
 
 // GET /orders `total` (issue 15): read from counters the orders trigger keeps in the same transaction as
@@ -65,14 +66,6 @@ async function assertTotalsExact(): Promise<void> {
     assert.equal((await listOrderRows(pool, { ...filters, limit: 1, offset: 0 })).total, counted, `listed ${JSON.stringify(filters)}`);
   }
 }
-
-interface PlanNode {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Index Name"?: string;
-  Plans?: PlanNode[];
-}
-const planNodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(planNodes)];
 
 const setStatus = (order: OrderFixture, status: string) => pool.query("UPDATE orders SET status = $2 WHERE id = $1", [order.orderId, status]);
 
@@ -148,8 +141,7 @@ test("with 100,000 orders the partner's page is read from its index and the tota
     { partnerId, status: "COMPLETED" as const, limit: 20, offset: 0 },
   ]) {
     const page = withTotal(orderPageQuery(filters), orderCountQuery(filters));
-    const { rows: explained } = await pool.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${page.text}`, page.values);
-    const nodes = planNodes(explained[0]!["QUERY PLAN"][0].Plan);
+    const nodes = planNodes(await explained(pool, page.text, page.values));
     const index = filters.status ? "orders_partner_status_created" : "orders_partner_created";
     const where = `${JSON.stringify(filters)}: ${JSON.stringify(nodes.map((node) => [node["Node Type"], node["Relation Name"], node["Index Name"]]))}`;
     assert.ok(nodes.some((node) => node["Index Name"] === index), where);
@@ -180,9 +172,9 @@ test("a session plans a partner's first page of GET /orders with its total once,
       await session.query("SET plan_cache_mode = force_generic_plan");
       // EXPLAIN takes no parameters: the values as literals (all text here).
       const literals = page.values.map((value) => session.escapeLiteral(String(value))).join(", ");
-      const { rows: explained } = await session.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE first_page(${literals})`);
+      const plan = await explained(session, `EXECUTE first_page(${literals})`);
       await session.query("RESET plan_cache_mode; DEALLOCATE first_page");
-      const nodes = planNodes(explained[0]!["QUERY PLAN"][0].Plan);
+      const nodes = planNodes(plan);
       const where = `${JSON.stringify(filters)}, generic plan: ${JSON.stringify(nodes.map((node) => [node["Node Type"], node["Relation Name"], node["Index Name"]]))}`;
       assert.ok(!nodes.some((node) => node["Node Type"] === "Seq Scan" && ["orders", "users"].includes(String(node["Relation Name"]))), where);
       // One user's orders may be sorted (they are few); a partner's are read in index order.

@@ -7,6 +7,7 @@ import pg from "pg";
 import { migrate } from "../../src/db/migrate.ts";
 import { nextEventsQuery } from "../../src/sync/escrow-events.ts";
 import { createTestDatabase } from "../support/database.ts";
+import { explainedRun, planNodes } from "../support/query-plans.ts";
 
 const SCHEMA = "ponder_reads";
 const STORED = 20_000;
@@ -56,9 +57,6 @@ async function indexed(from: number, to: number): Promise<void> {
   );
 }
 
-type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
-const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-
 test(`the consumer's read of its next events reads those, not every event stored, in a session that first read none`, async () => {
   const query = nextEventsQuery(SCHEMA, 0, 200);
   // The consumer's session reads while nothing is indexed yet (a new deployment, vacuumed empty), more than
@@ -72,16 +70,11 @@ test(`the consumer's read of its next events reads those, not every event stored
   // Read again as the consumer sends it: by name if it is prepared, else its text.
   const name = (query as { name?: string }).name;
   const values = query.values.map((value) => client.escapeLiteral(String(value))).join(", ");
-  const explain = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ";
-  const { rows } = await client.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(
-    name ? `${explain}EXECUTE ${name}(${values})` : { text: explain + query.text, values: query.values },
-  );
-  const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
+  const { plan, buffers } = name ? await explainedRun(client, `EXECUTE ${name}(${values})`) : await explainedRun(client, query.text, query.values);
   assert.equal(plan["Actual Rows"], PER_BLOCK - 10, "the events after the cursor");
-  const scans = nodes(plan).filter((node) => node["Relation Name"] === "escrow_event").map((node) => node["Node Type"]);
+  const scans = planNodes(plan).filter((node) => node["Relation Name"] === "escrow_event").map((node) => node["Node Type"]);
   assert.ok(!scans.includes("Seq Scan"), `escrow_event read by ${scans.join(", ")}`);
   const { rows: size } = await client.query<{ pages: number }>(`SELECT (pg_relation_size('${SCHEMA}.escrow_event') / 8192)::int AS pages`);
-  const buffers = Number(plan["Shared Hit Blocks"]) + Number(plan["Shared Read Blocks"]);
   // Each event also looks its order up (none here: 2 buffers each).
   assert.ok(buffers < size[0]!.pages, `read ${buffers} buffers; escrow_event has ${size[0]!.pages} pages`);
 });

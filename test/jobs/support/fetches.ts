@@ -15,11 +15,12 @@ export async function within(withinMs: number, check: () => boolean): Promise<bo
  * database from now on, until the returned function is called.
  */
 export function onFetches(boss: PgBoss, name: string, listener: (text: string, values: unknown[]) => void): () => void {
-  const db = boss.getDb() as { executeSql: (text: string, values?: unknown[]) => Promise<unknown> };
+  const db = boss.getDb() as { executeSql: (text: string, values?: unknown[], ...options: unknown[]) => Promise<unknown> };
   const original = db.executeSql;
-  db.executeSql = function (this: unknown, text: string, values?: unknown[]) {
+  // Every statement passes through with all it was given (pg-boss hands some an abort signal).
+  db.executeSql = function (this: unknown, text: string, values?: unknown[], ...options: unknown[]) {
     if (text.includes("SKIP LOCKED") && text.includes(`'${name}'`)) listener(text, values ?? []);
-    return original.call(this, text, values);
+    return original.call(this, text, values, ...options);
   };
   return () => {
     db.executeSql = original;

@@ -1,4 +1,5 @@
-// The gateway hashes the escrow's EIP-712 domain once and signs each message's digest with libsecp256k1
+// The gateway hashes the escrow's EIP-712 domain once, each message's fields straight into one buffer
+// (src/chain/typed-data.ts), and signs each message's digest with libsecp256k1
 // (src/chain/escrow-gateway.ts): its signatures must be exactly viem's signTypedData's, for every value
 // the messages can carry. The contract's own check of them is test/orders/signed-terms.test.ts.
 import assert from "node:assert/strict";
@@ -8,6 +9,7 @@ import { getAddress, toHex, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { escrowEip712Domain, lockPermitTypes, orderTermsTypes } from "../../src/chain/escrow-abi.ts";
 import { createEscrowGateway, type ChainSettings, type LockPermit, type OrderTerms } from "../../src/chain/escrow-gateway.ts";
+import { structHasher } from "../../src/chain/typed-data.ts";
 
 const settings: ChainSettings = {
   rpcUrl: "http://127.0.0.1:1", // never called: signing is local
@@ -58,4 +60,16 @@ test("a value out of its EIP-712 type is refused, not signed", async () => {
   await assert.rejects(async () => gateway.signTerms(terms));
   await assert.rejects(async () => gateway.signTerms({ ...terms, feeBps: 0, depositDeadline: 2n ** 64n }));
   await assert.rejects(async () => gateway.signTerms({ ...terms, feeBps: 0, token: "0x1234" as Address }));
+  await assert.rejects(async () => gateway.signTerms({ ...terms, feeBps: 0, amount: -1n }));
+  await assert.rejects(async () => gateway.signTerms({ ...terms, feeBps: 1.5 }));
+  await assert.rejects(async () => gateway.signTerms({ ...terms, feeBps: 0, orderId: `0x${"ab".repeat(31)}` }));
+  // Mixed case with a wrong checksum: viem refuses it too (a typo in a configured address).
+  const checksummed = address();
+  const wrongChecksum = `0x${[...checksummed.slice(2)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join("")}` as Address;
+  if (/[a-fA-F]/.test(checksummed.slice(2))) await assert.rejects(async () => gateway.signLockPermit({ orderId: orderId(), buyer: wrongChecksum, deadline: 1n }));
+});
+
+test("a struct with a field that is not one word is refused when its hasher is made", () => {
+  assert.throws(() => structHasher({ Note: [{ name: "text", type: "string" }] }, "Note"), /not a single word/);
+  assert.throws(() => structHasher({ Outer: [{ name: "inner", type: "Inner" }], Inner: [{ name: "id", type: "bytes32" }] }, "Outer"), /not a single word/);
 });

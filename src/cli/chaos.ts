@@ -17,7 +17,7 @@ import { checkRun, settle, type CheckStats, type Violation } from "./chaos/check
 import { chainClient, driveTrade, StatusPoller, USABLE_WALLETS, WalletLocks, type DriverContext, type Incident, type Partner, type Trade } from "./chaos/driver.ts";
 import { startOutside, type Outage } from "./chaos/outside.ts";
 import { PATH_NAMES, type PathName } from "./chaos/paths.ts";
-import { sleep, startChaosStack, type ChaosStack, type Killable } from "./chaos/stack.ts";
+import { NEW_HEADS, sleep, startChaosStack, type ChaosStack, type Killable } from "./chaos/stack.ts";
 import { renderMarkdown, type ChaosReport } from "./chaos/report.ts";
 import { FAULT_NAMES, INTERVAL_MINING, parseFaults, startChainFaults, type ChainFaultCounts } from "./chaos/faults.ts";
 import { repoRoot } from "../paths.ts";
@@ -31,6 +31,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "900" },
     seed: { type: "string" },
     faults: { type: "string", default: "all" },
+    "new-heads": { type: "string", default: "poll" },
     concurrency: { type: "string", default: "40" },
     settle: { type: "string", default: "300" },
     "deposit-timeout": { type: "string", default: "90" },
@@ -61,6 +62,9 @@ if (values.help) {
                         reorg     reorganisations within and beyond the confirmations (needs interval)
                         drop      the service's pending transactions dropped from the mempool (needs interval)
                         basefee   the base fee raised tenfold for a while, then back
+  --new-heads H         how the indexer learns of new blocks: poll (default, over the RPC URL) or websocket
+                        (subscribed to the node's WebSocket, as npm start on the local chain; blocks still
+                        fetched through the rpc fault proxies)
   --concurrency N       trades in flight at most (default 40)
   --settle S            longest wait for quiescence after the last trade (default 300)
   --deposit-timeout S   DEPOSIT_TIMEOUT_SECONDS of the service (default 90)
@@ -93,12 +97,18 @@ const faults = (() => {
     process.exit(2);
   }
 })();
+const newHeads = NEW_HEADS.find((value) => value === values["new-heads"]);
+if (newHeads === undefined) {
+  console.error(`--new-heads must be one of ${NEW_HEADS.join(", ")}`);
+  process.exit(2);
+}
 const options = {
   trades: int("trades", values.trades, 1),
   kills: int("kills", values.kills, 0),
   seconds: int("seconds", values.seconds, 1),
   seed: values.seed ?? String(Math.floor(Math.random() * 2 ** 31)),
   faults: FAULT_NAMES.filter((name) => faults.has(name)),
+  newHeads,
   concurrency: int("concurrency", values.concurrency, 1),
   settleSeconds: int("settle", values.settle, 1),
   depositTimeoutSeconds: int("deposit-timeout", values["deposit-timeout"], 10),
@@ -159,7 +169,7 @@ process.once("SIGINT", () => {
     process.exit(130);
   })();
 });
-log(`seed ${options.seed}; ${options.trades} trades, ${options.kills} kills over ${options.seconds} s; faults: ${options.faults.join(", ") || "none"}; logs in ${logDir}`);
+log(`seed ${options.seed}; ${options.trades} trades, ${options.kills} kills over ${options.seconds} s; faults: ${options.faults.join(", ") || "none"}; new heads by ${options.newHeads}; logs in ${logDir}`);
 const outside = await startOutside();
 
 try {
@@ -169,6 +179,7 @@ try {
     log,
     realIndexerLock: options.realIndexerLock,
     faults,
+    newHeads: options.newHeads,
     random: faultRandom.rpc,
     serviceEnv: {
       LOG_LEVEL: "warn",

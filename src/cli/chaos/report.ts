@@ -51,6 +51,8 @@ export function renderMarkdown(report: ChaosReport): string {
     "",
     `Command \`${report.command}\`, code ${report.code}, ${report.machine.cores} cores, load average at the end ${report.machine.loadAverage.join(" / ")}. Seed \`${String(report.options.seed)}\` (same seed, same plan and kill schedule).`,
     "",
+    `The indexer learned of new blocks ${report.options.newHeads === "websocket" ? "from the node's WebSocket (`--new-heads websocket`)" : "by polling"}.`,
+    "",
     "## Trades per path",
     "",
     "| Path | Trades | Deviated (a step came after its window) | Driver could not finish |",
@@ -123,7 +125,7 @@ function renderFaults(faults: FaultReport): string[] {
       `- RPC through ${faults.rpc.endpoints} fault proxies: ${c.requests ?? 0} requests; 429 ${c.rateLimited ?? 0}, 5xx ${c.serverError ?? 0}, reset before the node ${c.resetBefore ?? 0}, reset after it answered ${c.resetAfter ?? 0}, held until timeout ${c.timeout ?? 0}, delayed ${c.delayed ?? 0}, served from a lagging head ${c.lagged ?? 0}, eth_getLogs range refused ${c.logRangeRefused ?? 0}.`,
     );
   }
-  if (faults.interval) lines.push(`- Interval mining: a block every ${faults.interval.blockMs[0] / 1000} to ${faults.interval.blockMs[1] / 1000} s, CHAIN_CONFIRMATIONS ${faults.interval.confirmations}, the indexer polling every ${faults.interval.indexerPollingMs / 1000} s.`);
+  if (faults.interval) lines.push(`- Interval mining: a block every ${faults.interval.blockMs[0] / 1000} to ${faults.interval.blockMs[1] / 1000} s, CHAIN_CONFIRMATIONS ${faults.interval.confirmations}, the indexer's polling interval ${faults.interval.indexerPollingMs / 1000} s.`);
   if (faults.chain) {
     const r = faults.chain.reorgs;
     const depths = Object.entries(r.byDepth).map(([depth, n]) => `depth ${depth}: ${n}`).join(", ") || "none";

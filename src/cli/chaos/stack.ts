@@ -81,7 +81,16 @@ export interface StackOptions {
   faults: Set<FaultName>;
   /** The fault proxies' random choices. */
   random: () => number;
+  /**
+   * How the indexer learns of new blocks: by polling over RPC_URL, or from the node's WebSocket as `npm start`
+   * follows the local chain. The socket goes to the node itself (the fault proxies are HTTP); the blocks a
+   * head announces are still fetched through them.
+   */
+  newHeads: NewHeads;
 }
+
+export const NEW_HEADS = ["poll", "websocket"] as const;
+export type NewHeads = (typeof NEW_HEADS)[number];
 
 async function createDatabase(serverUrl: string): Promise<{ url: string; name: string }> {
   const name = `offramp_chaos_${randomBytes(5).toString("hex")}`;
@@ -161,6 +170,7 @@ export async function startChaosStack(options: StackOptions): Promise<ChaosStack
       logFile: path.join(options.logDir, "indexer.log"),
       realLock: options.realIndexerLock,
       ...(options.faults.has("interval") ? { pollingIntervalMs: INTERVAL_MINING.pollingMs } : {}),
+      ...(options.newHeads === "websocket" ? { newHeadsUrl: chain.wsUrl } : {}),
     });
     await indexer.start();
     cleanups.push(() => indexer.stop());
@@ -310,6 +320,7 @@ function indexerChild(options: {
   logFile: string;
   realLock: boolean;
   pollingIntervalMs?: number;
+  newHeadsUrl?: string;
 }): Killable {
   let indexer: Indexer | undefined;
   let up = false;
@@ -347,6 +358,7 @@ function indexerChild(options: {
         logLevel: "debug",
         readyTimeoutMs: 180_000,
         ...(options.pollingIntervalMs === undefined ? {} : { pollingIntervalMs: options.pollingIntervalMs }),
+        ...(options.newHeadsUrl === undefined ? {} : { newHeadsUrl: options.newHeadsUrl }),
       });
       indexer = started;
       up = true;

@@ -85,6 +85,7 @@ export function createEscrowReconciliation(options: {
     const finalEnough = await chain.finalEnoughBlock();
     const client = await pool.connect();
     let applied = 0;
+    let committed = false;
     try {
       await client.query("BEGIN");
       const { rows } = await client.query<{ reconciled_to: string; seen_block: string; seen_at: Date; due: boolean }>(
@@ -129,8 +130,11 @@ export function createEscrowReconciliation(options: {
         );
       }
       await client.query("COMMIT");
+      committed = true;
     } finally {
-      await client.query("ROLLBACK").catch(() => undefined); // after COMMIT a no-op; else ends the lock's transaction
+      // A pass that failed before its COMMIT ends the lock's transaction. After a COMMIT a ROLLBACK was a
+      // round trip for nothing and a warning in the server's log every pass.
+      if (!committed) await client.query("ROLLBACK").catch(() => undefined);
       client.release();
     }
     return applied;

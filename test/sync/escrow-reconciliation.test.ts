@@ -47,7 +47,11 @@ function chainAt(head: { block: bigint }, logs: ChainEscrowEvent[] = [], hashes 
 
 /** One instance's reconciliation (a new one per "restart"); the events it reports orphaned go to `orphaned`. */
 function instance(schema: string, reader: ReturnType<typeof chainAt>["reader"], orphaned: string[] = []) {
-  return createEscrowReconciliation({
+  return createEscrowReconciliation(instanceOptions(schema, reader, orphaned));
+}
+
+function instanceOptions(schema: string, reader: ReturnType<typeof chainAt>["reader"], orphaned: string[] = []): Parameters<typeof createEscrowReconciliation>[0] {
+  return {
     pool,
     chain: reader,
     apply: async () => true,
@@ -56,7 +60,7 @@ function instance(schema: string, reader: ReturnType<typeof chainAt>["reader"], 
     logger: createLogger("silent"),
     indexerSchema: schema,
     intervalMs: INTERVAL_MS,
-  });
+  };
 }
 
 /** As if the last pass's look at the chain were `seconds` ago. */
@@ -151,6 +155,32 @@ test("an instance killed mid-pass leaves its range to the next pass, which reads
   assert.deepEqual(chain.reads, [range, range], "the same blocks read again");
   const { rows } = await pool.query("SELECT reconciled_to, seen_block FROM chain_reconciliation WHERE indexer_schema = 'killed'");
   assert.deepEqual(rows, [{ reconciled_to: "25000", seen_block: "25100" }]);
+});
+
+test("a pass ends its transaction once: no ROLLBACK after its COMMIT, and one that fails rolls back", async () => {
+  // The passes' sessions, whose warnings are kept: a ROLLBACK with no transaction open is one, and so is
+  // the BEGIN of a pass handed the session the last one left in its transaction (the pool's last released).
+  const notices: string[] = [];
+  const session = createPool(database.url, 2);
+  session.on("connect", (client) => client.on("notice", (notice) => notices.push(String(notice.message))));
+  try {
+    const head = { block: 35_000n };
+    const chain = chainAt(head);
+    const pass = (reader: ReturnType<typeof chainAt>["reader"]) => createEscrowReconciliation({ ...instanceOptions("once", reader), pool: session }).reconcileOnce();
+    await pass(chain.reader); // the first: the schema's row inserted
+    await age("once", INTERVAL_MS / 1000);
+    await pass(chain.reader); // a due pass: logs read, the row moved on
+    assert.equal(chain.reads.length, 1);
+    assert.deepEqual(notices, []);
+
+    await age("once", INTERVAL_MS / 1000);
+    await assert.rejects(pass({ ...chain.reader, escrowEvents: async () => Promise.reject(new Error("node down")) }), /node down/);
+    await pass(chain.reader); // the failed pass's row is free again, its range still due
+    assert.equal(chain.reads.length, 2);
+    assert.deepEqual(notices, []);
+  } finally {
+    await session.end();
+  }
 });
 
 test("an applied event whose block the chain has replaced is reported orphaned; one a read left out whose block is unchanged or unknown is not", async () => {

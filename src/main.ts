@@ -39,6 +39,7 @@ import { createEscrowEventConsumer, registerChainReorgMetrics, rowFromChainLog, 
 import { createEscrowReconciliation, registerReconciliationMetrics, type EscrowReconciliation } from "./sync/escrow-reconciliation.ts";
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { startMaintenance } from "./workers/maintenance.ts";
+import { startOrderCountFolding } from "./workers/order-count-folding.ts";
 import { CHAIN_SEND_QUEUE, createOrderQueues, type ChainSendJob } from "./jobs/queues.ts";
 import { orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./workers/order-effects.ts";
 import { startPaymentVerificationWorker } from "./workers/payment-verification.ts";
@@ -58,6 +59,8 @@ export type { SandboxSimulators };
 const KYC_PROVIDER_TIMEOUT_MS = 15_000;
 /** Deadline of one CEP lookup (query and download). */
 const CEP_TIMEOUT_MS = 20_000;
+/** How often the orders' counter ledger is folded (workers/order-count-folding.ts). */
+const ORDER_COUNT_FOLD_INTERVAL_MS = 5_000;
 
 export interface RunningService {
   baseUrl: string;
@@ -323,6 +326,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     pruneMarketSignIns: () => pruneMarketSignIns(pool),
   });
   const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
+  const orderCounts = startOrderCountFolding({ pool, logger, intervalMs: ORDER_COUNT_FOLD_INTERVAL_MS });
 
   const server = createHttpServer();
   const baseUrl = await listen(server, config.port, config.host);
@@ -373,7 +377,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
         server.closeIdleConnections();
       });
       await webhooks.stop();
-      await Promise.all([rateLimits.stop(), credentials.stop()]);
+      await Promise.all([rateLimits.stop(), credentials.stop(), orderCounts.stop()]);
       await boss.stop({ graceful: true, timeout: 10_000 });
       await Promise.all([pool.end(), idempotencySessions.end()]);
     },

@@ -4,6 +4,7 @@ import { insertBulkOrders } from "../../bench/lib/bulk.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { createPool, withTransaction, type Pool } from "../../src/db/pool.ts";
 import { withTotal } from "../../src/db/filters.ts";
+import { foldOrderCounts } from "../../src/orders/order-counts.ts";
 import { listOrderRows, orderCountQuery, orderPageQuery } from "../../src/orders/queries.ts";
 import { createPartner } from "../../src/partners/partners.ts";
 import { createTestDatabase } from "../support/database.ts";
@@ -11,7 +12,9 @@ import { explained, planNodes } from "../support/query-plans.ts";
 import { createOrderFixture, type OrderFixture } from "../webhooks/support/fixtures.ts";
 
 // GET /orders `total` (issue 15): read from counters the orders trigger keeps in the same transaction as
-// each order insert and status change, never by counting the partner's rows; equal to count(*) for every filter.
+// each order insert and status change, never by counting the partner's rows; equal to count(*) for every
+// filter. The counters are a ledger (each change appends rows, none waits on another's), folded by
+// src/orders/order-counts.ts.
 const STATUSES = ["PENDING_DEPOSIT", "ACTIVE", "LOCKED", "PENDING_RELEASE", "COMPLETED", "EXPIRED", "REFUNDED", "DISPUTED"] as const;
 const REFS = ["alice", "bob", "carol"];
 
@@ -89,6 +92,62 @@ test("totals equal count(*) for every filter while orders are created and change
   ]);
   await assertTotalsExact();
   assert.equal(await countOrders(pool, { partnerId }), 90);
+});
+
+test("an order's change of status waits on no other order's counter", async () => {
+  const orders = await Promise.all(Array.from({ length: 80 }, () => createOrderFixture(pool, partnerId, "carol")));
+  const ids = orders.map((order) => order.orderId);
+  await pool.query("UPDATE orders SET status = 'ACTIVE' WHERE id = ANY($1)", [ids]);
+  // Two orders whose counts were one row before the ledger (one of 64 shards by id): a change of one then
+  // held the row the other's change had to update. 80 orders hold such a pair.
+  const { rows } = await pool.query<{ a: string; b: string }>(
+    "SELECT a.id AS a, b.id AS b FROM orders a JOIN orders b ON a.id < b.id AND abs(hashtext(a.id)) % 64 = abs(hashtext(b.id)) % 64 WHERE a.id = ANY($1) AND b.id = ANY($1) LIMIT 1",
+    [ids],
+  );
+  const [first, second] = [await pool.connect(), await pool.connect()];
+  try {
+    await first.query("BEGIN");
+    await first.query("UPDATE orders SET status = 'LOCKED' WHERE id = $1", [rows[0]!.a]);
+    await second.query("BEGIN");
+    await second.query("SET LOCAL lock_timeout = '2s'");
+    await second.query("UPDATE orders SET status = 'LOCKED' WHERE id = $1", [rows[0]!.b]);
+    await second.query("COMMIT");
+    await first.query("COMMIT");
+  } finally {
+    for (const session of [first, second]) {
+      await session.query("ROLLBACK").catch(() => undefined);
+      session.release();
+    }
+  }
+  await assertTotalsExact();
+});
+
+test("the counters fold into one row a partner and status while orders change, several a transaction, every total kept", async () => {
+  const orders = await Promise.all(Array.from({ length: 40 }, (_, index) => createOrderFixture(pool, index % 4 ? partnerId : otherPartnerId, REFS[index % REFS.length])));
+  let changing = true;
+  const folded: number[] = [];
+  const folding = (async () => {
+    while (changing) folded.push(await foldOrderCounts(pool));
+  })();
+  // Two orders a transaction, taken in opposite orders by neighbouring transactions, as a block's escrow
+  // events are applied beside another block's or a job's.
+  const pairs = Array.from({ length: orders.length / 2 }, (_, index) => [orders[2 * index]!, orders[2 * index + 1]!] as const);
+  for (let round = 0; round < 6; round += 1) {
+    await Promise.all(
+      pairs.map(([x, y], index) =>
+        withTransaction(pool, async (tx) => {
+          for (const order of index % 2 ? [x, y] : [y, x]) await tx.query("UPDATE orders SET status = $2 WHERE id = $1", [order.orderId, STATUSES[(round + index) % STATUSES.length]]);
+        }),
+      ),
+    );
+  }
+  changing = false;
+  await folding;
+  assert.ok(folded.some((rows) => rows > 0), `folds: ${folded.join(", ")}`);
+  await foldOrderCounts(pool);
+  const { rows } = await pool.query<{ rows: number; groups: number }>("SELECT count(*)::int AS rows, count(DISTINCT (partner_id, status))::int AS groups FROM order_counts");
+  assert.equal(rows[0]!.rows, rows[0]!.groups);
+  await assertTotalsExact();
 });
 
 test("a rolled-back order or status change leaves the totals as they were", async () => {

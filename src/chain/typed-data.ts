@@ -25,8 +25,7 @@ function encoderOf(name: string, type: string): Encoder {
     return (value, out, at) => {
       // viem's check, cached by address: lower case, or mixed case with a valid checksum.
       if (typeof value !== "string" || !isAddress(value)) refuse(name, type, value);
-      out.fill(0, at, at + 12);
-      out.set(hexToBytes(value as Hex), at + 12);
+      out.set(hexToBytes(value as Hex), at + 12); // the word's first 12 bytes stay zero (a new buffer)
     };
   }
   const bits = /^uint(\d+)$/.exec(type)?.[1];

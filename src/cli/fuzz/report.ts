@@ -2,7 +2,7 @@
 // each distinct violation with one request that shows it, and how to run it again.
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { EXCLUDED_SCHEMAS } from "./snapshot.ts";
+import { EXCLUDED_SCHEMAS, TABLES_READ_AS } from "./snapshot.ts";
 import { violationTotal, type FuzzResult } from "./run.ts";
 
 export function renderReport(result: FuzzResult, context: { command: string; target: string; commit?: string; notes?: string[] }): string {
@@ -35,6 +35,9 @@ export function renderReport(result: FuzzResult, context: { command: string; tar
     lines.push("Tables left out of the data check:", "");
     for (const [table, why] of Object.entries(result.excludedTables)) lines.push(`- \`${table}\`: ${why}`);
     lines.push(`- Not read at all: ${EXCLUDED_SCHEMAS}.`, "");
+    lines.push("Tables compared by what they mean rather than row by row:", "");
+    for (const [table, { why }] of Object.entries(TABLES_READ_AS)) lines.push(`- \`${table}\`: ${why}`);
+    lines.push("");
   }
   lines.push("## Violations", "");
   if (result.violations.length === 0) lines.push("None.", "");

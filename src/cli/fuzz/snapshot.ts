@@ -12,6 +12,18 @@ export const EXCLUDED_TABLES: Record<string, string> = {
   chain_reconciliation: "where the periodic check of the chain against the indexer has reached: it moves by itself every interval, like the indexer's schema it reads",
 };
 
+/**
+ * Tables read as what they mean rather than row by row: the orders' counters are a ledger whose rows a
+ * worker folds into their sums every few seconds (migration order-counts-ledger), so a fold between two
+ * snapshots changes rows and no total; the totals are what a refused request must not change.
+ */
+export const TABLES_READ_AS: Record<string, { why: string; rows: (table: string) => string }> = {
+  order_counts: {
+    why: "read as each partner's and status's total: a worker folds the ledger's rows into their sums every 5 s, which changes rows and no total",
+    rows: (table) => `SELECT partner_id, status, sum(count) AS count FROM ${table} GROUP BY partner_id, status HAVING sum(count) <> 0`,
+  },
+};
+
 /** Schemas not read at all: the job queue (cron and maintenance rows change every minute) and Ponder's chain mirror. */
 export const EXCLUDED_SCHEMAS = "pg-boss's schema (job queue: its cron and maintenance rows change by themselves) and the indexer's schema (a mirror of the chain)";
 
@@ -37,7 +49,8 @@ export async function createSnapshotter(databaseUrl: string, schema = "public") 
   );
   const tables = rows.map((row) => row.table_name).filter((name) => !(name in EXCLUDED_TABLES));
   const quote = (name: string) => `"${schema.replaceAll('"', '""')}"."${name.replaceAll('"', '""')}"`;
-  const union = tables.map((table, i) => `SELECT ${i} AS t, md5(x::text) AS h FROM ${quote(table)} x`).join(" UNION ALL ");
+  const rowsOf = (table: string) => (TABLES_READ_AS[table] ? `(${TABLES_READ_AS[table].rows(quote(table))})` : quote(table));
+  const union = tables.map((table, i) => `SELECT ${i} AS t, md5(x::text) AS h FROM ${rowsOf(table)} x`).join(" UNION ALL ");
 
   async function take(): Promise<Snapshot> {
     const result = await client.query<{ t: number; h: string }>(union);
@@ -60,7 +73,7 @@ export async function createSnapshotter(databaseUrl: string, schema = "public") 
       for (const [hash, count] of a) if ((b.get(hash) ?? 0) < count) removed += 1;
       if (added.length === 0 && removed === 0) continue;
       const examples = added.length
-        ? (await client.query<{ row: string }>(`SELECT x::text AS row FROM ${quote(table)} x WHERE md5(x::text) = ANY($1) LIMIT 3`, [added.slice(0, 3)])).rows.map((r) => r.row.slice(0, 400))
+        ? (await client.query<{ row: string }>(`SELECT x::text AS row FROM ${rowsOf(table)} x WHERE md5(x::text) = ANY($1) LIMIT 3`, [added.slice(0, 3)])).rows.map((r) => r.row.slice(0, 400))
         : [];
       changes.push({ table, added: added.length, removed, examples });
     }

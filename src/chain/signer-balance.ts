@@ -6,6 +6,7 @@
 import { Gauge, type Registry } from "prom-client";
 import { formatEther, type Address, type PublicClient } from "viem";
 import type { Logger } from "../logger.ts";
+import { repeatPass } from "../repeating-pass.ts";
 
 /** How often each balance is read. */
 export const SIGNER_BALANCE_INTERVAL_MS = 60_000;
@@ -86,15 +87,15 @@ export function watchSignerBalances(deps: {
     return readings;
   };
 
-  const tick = () =>
-    void check().catch((error: unknown) => {
+  const passes = repeatPass(check, {
+    firstDelayMs: 0,
+    intervalMs: deps.intervalMs ?? SIGNER_BALANCE_INTERVAL_MS,
+    onError: (error) => {
       readings = [];
       deps.logger.warn({ err: error }, "signer balances could not be read");
-    });
-  tick();
-  const timer = setInterval(tick, deps.intervalMs ?? SIGNER_BALANCE_INTERVAL_MS);
-  timer.unref();
-  return { current: () => readings, check, stop: () => clearInterval(timer) };
+    },
+  });
+  return { current: () => readings, check, stop: () => void passes.stop() };
 }
 
 /** The /readyz line: "ok", "unknown" (not read yet, or unreadable) or what is low. */

@@ -1,5 +1,6 @@
 import type { Address } from "viem";
 import type { Logger } from "../logger.ts";
+import { repeatPass } from "../repeating-pass.ts";
 
 /** How often the escrow's treasury is read again. */
 export const TREASURY_REFRESH_MS = 30_000;
@@ -20,24 +21,16 @@ export interface TreasuryWatch {
  */
 export function watchTreasury(deps: { read: () => Promise<Address>; logger: Logger; refreshMs?: number; retryMs?: number }): TreasuryWatch {
   let known: Address | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
   const refresh = async () => {
-    try {
-      const address = await deps.read();
-      if (known !== undefined && known !== address) deps.logger.info({ previous: known, treasury: address }, "escrow treasury changed");
-      known = address;
-    } catch (error) {
-      deps.logger.warn({ err: error }, "escrow treasury could not be read");
-    }
-    if (!stopped) timer = setTimeout(() => void refresh(), known === undefined ? (deps.retryMs ?? UNKNOWN_RETRY_MS) : (deps.refreshMs ?? TREASURY_REFRESH_MS)).unref();
+    const address = await deps.read();
+    if (known !== undefined && known !== address) deps.logger.info({ previous: known, treasury: address }, "escrow treasury changed");
+    known = address;
   };
-  void refresh();
-  return {
-    current: () => known,
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
-    },
-  };
+  const passes = repeatPass(refresh, {
+    firstDelayMs: 0,
+    intervalMs: () => (known === undefined ? (deps.retryMs ?? UNKNOWN_RETRY_MS) : (deps.refreshMs ?? TREASURY_REFRESH_MS)),
+    onError: (error) => deps.logger.warn({ err: error }, "escrow treasury could not be read"),
+  });
+  // A read in flight touches no pool: a shutdown need not wait for it.
+  return { current: () => known, stop: () => void passes.stop() };
 }

@@ -13,6 +13,7 @@
 import { Gauge, type Registry } from "prom-client";
 import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
+import { repeatPass, type RepeatingPass } from "../repeating-pass.ts";
 import { registerCountReading, type ChainEscrowEvent, type EscrowEventRow } from "./escrow-events.ts";
 import { eventTable, INDEXER_TABLES, indexerTablesMissing, qualifiedTable } from "./indexer-tables.ts";
 
@@ -72,8 +73,7 @@ export function createEscrowReconciliation(options: {
   let recovered = 0;
   let removedTransactions = 0;
   let indexerMissing = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let pass: Promise<unknown> | undefined;
+  let passes: RepeatingPass | undefined;
 
   /**
    * One pass, on one instance at a time (the schema's row locked through it; the others skip). The logs
@@ -251,17 +251,6 @@ export function createEscrowReconciliation(options: {
     return found.map(({ n }) => candidates[Number(n) - 1]!);
   }
 
-  function schedule(delayMs: number): void {
-    timer = setTimeout(() => {
-      pass = reconcileOnce()
-        .catch((error: unknown) => logger.warn({ err: error }, "escrow reconciliation failed; trying again next interval"))
-        .finally(() => {
-          pass = undefined;
-          if (timer) schedule(intervalMs);
-        });
-    }, delayMs);
-  }
-
   return {
     reconcileOnce,
     /** Events applied from the chain that the indexer had not delivered, since start. */
@@ -272,12 +261,15 @@ export function createEscrowReconciliation(options: {
     indexerMissing: () => indexerMissing,
     start() {
       // The first pass soon: an instance that lives less than an interval still does its part.
-      if (!timer) schedule(Math.min(intervalMs, FIRST_PASS_MS));
+      passes ??= repeatPass(reconcileOnce, {
+        intervalMs,
+        firstDelayMs: Math.min(intervalMs, FIRST_PASS_MS),
+        onError: (error) => logger.warn({ err: error }, "escrow reconciliation failed; trying again next interval"),
+      });
     },
     async stop() {
-      clearTimeout(timer);
-      timer = undefined;
-      await pass;
+      await passes?.stop();
+      passes = undefined;
     },
   };
 }

@@ -11,6 +11,7 @@
 import { Gauge, type Registry } from "prom-client";
 import type { Hex, PublicClient } from "viem";
 import type { Logger } from "../logger.ts";
+import { repeatPass } from "../repeating-pass.ts";
 import { readIndexerHead, type Queryable } from "./indexer-tables.ts";
 
 /** How often the indexed head is compared with the chain. */
@@ -85,15 +86,15 @@ export function watchIndexerFollowing(deps: {
     return reading;
   };
 
-  const tick = () =>
-    void check().catch((error: unknown) => {
+  const passes = repeatPass(check, {
+    firstDelayMs: 0,
+    intervalMs: deps.intervalMs ?? INDEXER_FOLLOW_INTERVAL_MS,
+    onError: (error) => {
       reading = undefined;
       deps.logger.warn({ err: error }, "the indexer's head could not be compared with the chain");
-    });
-  tick();
-  const timer = setInterval(tick, deps.intervalMs ?? INDEXER_FOLLOW_INTERVAL_MS);
-  timer.unref();
-  return { current: () => reading, check, stop: () => clearInterval(timer) };
+    },
+  });
+  return { current: () => reading, check, stop: () => void passes.stop() };
 }
 
 /** The /readyz line: "ok", "unknown" (not compared yet, or uncomparable) or what is wrong. */

@@ -65,24 +65,27 @@ export async function countPartnerUsers(db: Queryable, partnerId: string): Promi
 }
 
 /**
- * Registers a user for a partner. The partner row is locked while counting, so concurrent registrations
- * cannot pass the tier's user limit together. Must run inside a transaction.
+ * Registers a user for a partner. Under a tier's user limit the partner row is locked while counting, so
+ * concurrent registrations cannot pass the limit together; without one, registrations of one partner do
+ * not wait on each other (a payroll partner registers its staff at once), and the unique key on the
+ * partner's refs decides a race for one ref. Must run inside a transaction.
  */
 export async function createUser(
   tx: Queryable,
   input: { partnerId: string; partnerUserRef: string; email?: string; attestation?: KycAttestation; maxUsers: number | null },
 ): Promise<User> {
-  // NO KEY UPDATE, as for order creation: serializes creators without blocking foreign key checks.
-  await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [input.partnerId]);
-  const existing = await tx.query("SELECT 1 FROM users WHERE partner_id = $1 AND partner_user_ref = $2", [input.partnerId, input.partnerUserRef]);
-  if (existing.rowCount) throw new DuplicateUserError(`A user with partnerUserRef "${input.partnerUserRef}" already exists`);
+  const duplicate = () => new DuplicateUserError(`A user with partnerUserRef "${input.partnerUserRef}" already exists`);
   if (input.maxUsers !== null) {
+    // NO KEY UPDATE, as for order creation: serializes creators without blocking foreign key checks.
+    await tx.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [input.partnerId]);
+    const existing = await tx.query("SELECT 1 FROM users WHERE partner_id = $1 AND partner_user_ref = $2", [input.partnerId, input.partnerUserRef]);
+    if (existing.rowCount) throw duplicate();
     if ((await countPartnerUsers(tx, input.partnerId)) >= input.maxUsers) throw new UserLimitReachedError(`The tier allows at most ${input.maxUsers} users`);
   }
   const attested = input.attestation;
   const { rows } = await tx.query<UserRow>(
     `INSERT INTO users (id, partner_id, partner_user_ref, email, kyc_status, kyc_tier, kyc_completed_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (partner_id, partner_user_ref) DO NOTHING RETURNING *`,
     [
       newId("usr"),
       input.partnerId,
@@ -93,7 +96,8 @@ export async function createUser(
       attested ? attested.verifiedAt : null,
     ],
   );
-  return fromRow(rows[0]!);
+  if (!rows[0]) throw duplicate();
+  return fromRow(rows[0]);
 }
 
 export async function findUserByRef(db: Queryable, partnerId: string, partnerUserRef: string, forUpdate = false): Promise<User | undefined> {

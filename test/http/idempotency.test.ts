@@ -116,7 +116,7 @@ test("an Idempotency-Key longer than 255 characters answers VALIDATION_ERROR and
 
 test("a repeat that arrives while the first request is still running waits for it and gets its answer", async () => {
   const key = freshKey();
-  const hold = await holdUserCreation(service.pool, partner.id);
+  const hold = await holdUserCreation(service.pool, partner.id, "idem-wait");
   const first = post("/users", { partnerUserRef: "idem-wait" }, key);
   await hold.inHandler();
   const repeat = post("/users", { partnerUserRef: "idem-wait" }, key);
@@ -132,7 +132,7 @@ test("a repeat that arrives while the first request is still running waits for i
 
 test("a repeat still waiting after 10 seconds answers 409 IDEMPOTENCY_KEY_REUSED, and the first request still completes", async () => {
   const key = freshKey();
-  const hold = await holdUserCreation(service.pool, partner.id);
+  const hold = await holdUserCreation(service.pool, partner.id, "idem-slow");
   const first = post("/users", { partnerUserRef: "idem-slow" }, key);
   await hold.inHandler();
   try {

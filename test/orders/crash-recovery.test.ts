@@ -133,7 +133,7 @@ describe("an Idempotency-Key whose request died with the service", () => {
   test("is free for the partner's retry, which then runs the request once", async () => {
     const body = { partnerUserRef: "idem-crash" };
     const headers = { "X-API-Key": apiKey, "Idempotency-Key": "idem-crash-1" };
-    const hold = await holdUserCreation(pool, partnerId);
+    const hold = await holdUserCreation(pool, partnerId, body.partnerUserRef);
     const first = call("POST", "/api/v1/users", body, headers).catch(() => undefined);
     await hold.inHandler();
     await killService();

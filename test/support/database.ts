@@ -35,18 +35,23 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
 }
 
 /**
- * Holds a partner's row as user creation locks it (FOR NO KEY UPDATE), so that a `POST /users` of that
- * partner stops inside its handler, past authentication and the Idempotency-Key claim, until `release`.
+ * Holds the registration of `partnerUserRef` with the same user inserted in a transaction left open, so
+ * that a `POST /users` of that ref stops inside its handler (its insert waits on the open row's key), past
+ * authentication and the Idempotency-Key claim, until `release` rolls the open row back.
  */
-export async function holdUserCreation(pool: pg.Pool, partnerId: string): Promise<{ inHandler: () => Promise<void>; release: () => Promise<void> }> {
+export async function holdUserCreation(pool: pg.Pool, partnerId: string, partnerUserRef: string): Promise<{ inHandler: () => Promise<void>; release: () => Promise<void> }> {
   const blocker = await pool.connect();
   await blocker.query("BEGIN");
-  await blocker.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [partnerId]);
+  await blocker.query("INSERT INTO users (id, partner_id, partner_user_ref, kyc_status, kyc_tier) VALUES ($1, $2, $3, 'NOT_REQUIRED', 'NONE')", [
+    `usr_held_${Date.now().toString(16)}`,
+    partnerId,
+    partnerUserRef,
+  ]);
   return {
-    /** Resolves once a request waits on the held row. */
+    /** Resolves once a request waits on the open row. */
     async inHandler() {
       for (let tries = 0; tries < 400; tries += 1) {
-        const { rows } = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 FROM partners%' AND pid <> pg_backend_pid()");
+        const { rows } = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO users%' AND pid <> pg_backend_pid()");
         if (rows.length) return;
         await new Promise((resolve) => setTimeout(resolve, 25));
       }

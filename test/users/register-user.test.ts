@@ -111,6 +111,30 @@ test("concurrent registrations of one partnerUserRef create it once; the others 
   assert.equal(await userCount(racer.id), 1);
 });
 
+test("an ENTERPRISE partner's concurrent registrations of one partnerUserRef create it once; the others answer DUPLICATE_USER", async () => {
+  const racer = await service.createPartner({ tier: "ENTERPRISE" });
+  const responses = await Promise.all(Array.from({ length: 8 }, () => register({ partnerUserRef: "racing" }, racer.apiKey)));
+  assert.deepEqual(responses.map((response) => response.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409]);
+  for (const response of responses.filter((r) => r.status === 409)) assertError(response, 409, "DUPLICATE_USER");
+  assert.equal(await userCount(racer.id), 1);
+});
+
+test("without a user limit (ENTERPRISE) a registration does not wait for the partner's row, which a limited registration or order holds", async () => {
+  const unlimited = await service.createPartner({ tier: "ENTERPRISE" });
+  const holder = await service.pool.connect();
+  try {
+    await holder.query("BEGIN");
+    await holder.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [unlimited.id]);
+    const registered = register({ partnerUserRef: "while-held" }, unlimited.apiKey);
+    const outcome = await Promise.race([registered, new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000).unref())]);
+    assert.notEqual(outcome, "waiting", "the registration waited for the partner's row");
+    assertStatus(outcome as Awaited<typeof registered>, 201);
+  } finally {
+    await holder.query("ROLLBACK");
+    holder.release();
+  }
+});
+
 const invalidBodies: [string, unknown][] = [
   ["a body without partnerUserRef", { email: "a@example.com" }],
   ["an empty partnerUserRef", { partnerUserRef: "" }],

@@ -1,21 +1,14 @@
 // The escrow's treasury as order creation takes it (src/chain/treasury.ts): read from the chain at start and
 // every interval, kept in memory, so no order's transaction waits on the chain.
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
+import { until } from "../support/until.ts";
 import type { Address } from "viem";
 import { watchTreasury } from "../../src/chain/treasury.ts";
 import { createLogger } from "../../src/logger.ts";
 
 const FIRST = "0x1111111111111111111111111111111111111111" as Address;
 const SECOND = "0x2222222222222222222222222222222222222222" as Address;
-
-async function until(check: () => boolean): Promise<void> {
-  for (let waited = 0; !check(); waited += 5) {
-    if (waited > 2_000) throw new Error("timed out");
-    await sleep(5);
-  }
-}
 
 test("the treasury is read at start and then served from memory until the next interval", async () => {
   let reads = 0;

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { repeatPass } from "../../src/repeating-pass.ts";
+import { until } from "../support/until.ts";
 
 // The in-process loops (escrow reconciliation, the order counters' fold, the treasury read) run one pass
 // at a time on an interval, survive a failed pass and stop without leaving a pass running.
@@ -9,13 +10,6 @@ import { repeatPass } from "../../src/repeating-pass.ts";
 /** onError of passes that must not fail: thrown again, it surfaces as an unhandled rejection and fails the test. */
 function unexpected(error: unknown): never {
   throw error;
-}
-
-async function until(condition: () => boolean): Promise<void> {
-  for (let waited = 0; !condition(); waited += 5) {
-    if (waited > 2_000) throw new Error("timed out");
-    await sleep(5);
-  }
 }
 
 test("passes never overlap: a slow pass delays the next by the interval after it ends", async () => {

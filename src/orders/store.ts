@@ -219,14 +219,15 @@ export async function applyOrderEvent(
 ): Promise<AppliedTransition> {
   const run = async (tx: PoolClient): Promise<AppliedTransition> => {
     // The row lock and, for an on-chain event, its once-only mark in one round trip: a mark already there
-    // (the event replayed) leaves the order as it is.
+    // (the event replayed) leaves the order as it is. NO KEY UPDATE: exclusive among the order's writers,
+    // while rows that only reference the order (a buyer's lock permit) are not held up by its transition.
     const mark = options.chainEvent;
     const { rows } = await tx.query<ActorRow & { fresh: boolean }>(
       prepared(
         `WITH mark AS (INSERT INTO applied_chain_events (event_id, order_id, indexer_schema, block_number, event_name, transaction_hash)
                        SELECT $2, $1, $3, $4, $5, $6 WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING RETURNING 1)
          SELECT o.id, o.partner_id, u.partner_user_ref, o.machine_snapshot, o.version, $2::text IS NULL OR EXISTS (SELECT 1 FROM mark) AS fresh
-           FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR UPDATE OF o`,
+           FROM orders o JOIN users u ON u.id = o.user_id WHERE o.id = $1 FOR NO KEY UPDATE OF o`,
         [orderId, mark?.id ?? null, mark?.indexerSchema ?? null, mark?.blockNumber ?? null, mark?.eventName ?? null, mark?.txHash ?? null],
       ),
     );

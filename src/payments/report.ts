@@ -167,7 +167,7 @@ export async function reportPayment(
 
   const applied = await withTransaction(pool, async (tx) => {
     // Counted under the order's row lock, so concurrent reports cannot pass the cap together.
-    const { rows: locked } = await tx.query<SnapshotRow>("SELECT status, machine_snapshot, cep_tracking_key FROM orders WHERE id = $1 FOR UPDATE", [row.id]);
+    const { rows: locked } = await tx.query<SnapshotRow>("SELECT status, machine_snapshot, cep_tracking_key FROM orders WHERE id = $1 FOR NO KEY UPDATE", [row.id]);
     const context = locked[0]!.machine_snapshot.context;
     const verifying = locked[0]!.status === "LOCKED" ? (context.verifyingPayments ?? []) : [];
     if (verifying.length >= MAX_REPORTS_UNDER_VERIFICATION && !paymentBeingVerified(context, report)) throw tooManyReports();

@@ -115,6 +115,9 @@ export interface QuoteUser {
  * A partner's quote and its user, both rows locked (quote first), in one round trip: the quote is then
  * consumed by exactly one order, and the user's orders are created one at a time. Undefined when this
  * partner has no such quote: another partner's quote is indistinguishable from a missing one.
+ * NO KEY UPDATE, not UPDATE: as exclusive among the order's writers, but it lets through the key-share
+ * locks of foreign key checks, so a new quote of the same user (quotes.user_id) does not wait for this
+ * order's commit. Keys are never changed, so nothing needs them held.
  */
 export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteId: string): Promise<{ quote: Quote; user: QuoteUser } | undefined> {
   const { rows } = await db.query<QuoteRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date }>(
@@ -124,7 +127,7 @@ export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteI
               q.fee_recipient, q.net_mxn, q.expires_at, q.used_at, q.created_at,
               u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
               u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at
-         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR UPDATE OF q, u`,
+         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR NO KEY UPDATE OF q, u`,
       [quoteId, partnerId],
     ),
   );

@@ -102,7 +102,7 @@ export async function createUser(
 
 export async function findUserByRef(db: Queryable, partnerId: string, partnerUserRef: string, forUpdate = false): Promise<User | undefined> {
   const { rows } = await db.query<UserRow>(
-    `SELECT * FROM users WHERE partner_id = $1 AND partner_user_ref = $2${forUpdate ? " FOR UPDATE" : ""}`,
+    `SELECT * FROM users WHERE partner_id = $1 AND partner_user_ref = $2${forUpdate ? " FOR NO KEY UPDATE" : ""}`,
     [partnerId, partnerUserRef],
   );
   return rows[0] ? fromRow(rows[0]) : undefined;

@@ -46,7 +46,7 @@ interface OrderReports {
 async function readOrder(db: Queryable, orderId: string, lock: boolean): Promise<OrderReports | undefined> {
   const { rows } = await db.query<{ status: OrderStatus; machine_snapshot: { context: OrderContext } }>(
     prepared(
-      `SELECT status, machine_snapshot FROM orders WHERE id = $1${lock ? " FOR UPDATE" : ""}`,
+      `SELECT status, machine_snapshot FROM orders WHERE id = $1${lock ? " FOR NO KEY UPDATE" : ""}`,
       [orderId],
     ),
   );

@@ -14,6 +14,8 @@ import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { escrowEip712Domain, lockPermitTypes } from "../../src/chain/escrow-abi.ts";
 import { loadSanctionsList } from "../../src/domain/sanctions.ts";
 import { ensureBuyer, setBuyerStatus } from "../../src/market/buyers.ts";
+import { applyOrderEvent } from "../../src/orders/store.ts";
+import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { buyerPolicy, marketPermits } from "../../src/market/module.ts";
 import type { PermitIssuer } from "../../src/market/permits.ts";
 import type { TestService } from "../support/service.ts";
@@ -84,6 +86,30 @@ async function completedTrade(wallet: string, totalMxn: string) {
   const order = await placeOrder({ service, partner });
   await service.pool.query("UPDATE orders SET status = 'COMPLETED', buyer_wallet = $2, total_mxn = $3, completed_at = now() WHERE id = $1", [order.id, wallet, totalMxn]);
 }
+
+test("a permit is issued while a transition of the order holds the order's row", async () => {
+  const wallet = newWallet();
+  await setKyc(wallet, "FULL");
+  const order = await listedOrder();
+  const transition = await service.pool.connect();
+  try {
+    await transition.query("BEGIN");
+    const applied = await applyOrderEvent(
+      service.pool,
+      orderEffectPorts(service.boss),
+      order.id,
+      { type: "DEPOSIT_CONFIRMED", txHash: `0x${"01".repeat(32)}`, seller: newWallet(), listingExpiresAt: order.expiresAt.toISOString(), at: new Date().toISOString() },
+      { tx: transition },
+    );
+    assert.equal(applied.changed, true);
+    // The permit's row references the order: its foreign key check takes a key-share lock on the order's row.
+    const issued = await Promise.race([issue(wallet, order.escrowOrderId), new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000).unref())]);
+    assert.notEqual(issued, "waiting", "the permit waited for the order's transition to commit");
+  } finally {
+    await transition.query("ROLLBACK").catch(() => undefined);
+    transition.release();
+  }
+});
 
 test("an unknown order, or a malformed id, is NOT_FOUND before anything else (even for a sanctioned wallet)", async () => {
   assert.deepEqual(await refusal(sanctioned, `0x${"ab".repeat(32)}`), { status: 404, code: "NOT_FOUND" });

@@ -49,3 +49,51 @@ test(`the order's lock of its quote reads that quote only, planned on an empty t
     session.release();
   }
 });
+
+/** A transaction holding the lock POST /orders takes on `quoteId` and its user, as an order being created does. */
+async function orderBeingCreated(quoteId: string): Promise<{ release(): Promise<void> }> {
+  const session = await service.pool.connect();
+  await session.query("BEGIN");
+  assert.ok(await lockQuoteWithUser(session, partner.id, quoteId));
+  return {
+    release: async () => {
+      await session.query("ROLLBACK").catch(() => undefined);
+      session.release();
+    },
+  };
+}
+
+const newQuote = (partnerUserRef = "seller") =>
+  service.api<{ id: string }>("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 10, partnerUserRef } });
+
+test("a new quote of a user is answered while an order of that user is being created", async () => {
+  const first = await newQuote();
+  assertStatus(first, 201);
+  const order = await orderBeingCreated(first.body.id);
+  try {
+    // The quote's foreign key check takes a key-share lock on the user's row, which the order holds.
+    const answered = await Promise.race([newQuote(), new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000).unref())]);
+    assert.notEqual(answered, "waiting", "POST /quotes waited for the order's transaction");
+    assertStatus(answered as Awaited<ReturnType<typeof newQuote>>, 201);
+  } finally {
+    await order.release();
+  }
+});
+
+test("a second order of the same user still waits for the first one's lock", async () => {
+  const first = await newQuote();
+  const second = await newQuote();
+  assertStatus(first, 201);
+  assertStatus(second, 201);
+  const order = await orderBeingCreated(first.body.id);
+  const other = await service.pool.connect();
+  try {
+    await other.query("BEGIN");
+    await other.query("SET LOCAL lock_timeout = '300ms'");
+    await assert.rejects(lockQuoteWithUser(other, partner.id, second.body.id), (error: { code?: string }) => error.code === "55P03");
+  } finally {
+    await other.query("ROLLBACK").catch(() => undefined);
+    other.release();
+    await order.release();
+  }
+});

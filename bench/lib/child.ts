@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { repoRoot } from "../../src/paths.ts";
 import { serviceNodeFlags, withCompileCache } from "../../src/stack/node-runtime.ts";
 import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
+import { orphanWatchdogArgs } from "../../src/stack/orphan-watchdog.ts";
 
 export { repoRoot };
 
@@ -48,7 +49,7 @@ export function readRssKiB(pid: number): number {
  */
 export async function spawnReady(script: string, env: Record<string, string>, options: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<ReadyChild> {
   const timeoutMs = options.timeoutMs ?? 90_000;
-  const child = spawn(process.execPath, ["--no-deprecation", ...(options.nodeArgs ?? []), script], {
+  const child = spawn(process.execPath, ["--no-deprecation", ...orphanWatchdogArgs(), ...(options.nodeArgs ?? []), script], {
     cwd: repoRoot,
     env: withCompileCache({ ...process.env, ...env }),
     stdio: ["ignore", "pipe", "pipe"],

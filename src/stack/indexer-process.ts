@@ -66,6 +66,7 @@ import { chainTransport } from "../chain/rpc-transport.ts";
 import { checkSchema } from "../sync/indexer-tables.ts";
 import { repoRoot } from "../paths.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
+import { orphanWatchdogArgs } from "./orphan-watchdog.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 /** The files of Ponder that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in them. */
@@ -174,16 +175,6 @@ export interface Indexer {
   stop(): Promise<void>;
 }
 
-/**
- * Preloaded into the Ponder process: when its parent (this process) dies, even by SIGKILL, the child is
- * re-parented; it then sends itself SIGINT so Ponder shuts down cleanly and unlocks its schema instead
- * of indexing on as an orphan that keeps the schema locked against the next start. Ponder's shutdown
- * has been seen to hang for good (a CI run left an orphan alive an hour later): 20 s after the SIGINT
- * the watchdog exits the process, and the schema's lock then lapses with its heartbeat.
- */
-const ORPHAN_WATCHDOG =
-  "data:text/javascript,const parent=process.ppid;let since=0;setInterval(()=>{if(process.ppid===parent)return;if(!since){since=Date.now();process.kill(process.pid,'SIGINT')}else if(Date.now()-since>20000)process.exit(1)},1000).unref();";
-
 
 /** Preloaded too: Ponder's own modules found without Node parsing their package's manifest again for each. */
 const PACKAGE_MODULE_RESOLUTION = pathToFileURL(path.join(repoRoot, "src/stack/package-module-resolution.ts")).href;
@@ -226,8 +217,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     "--no-deprecation",
     "--import",
     PACKAGE_MODULE_RESOLUTION,
-    "--import",
-    ORPHAN_WATCHDOG,
+    ...orphanWatchdogArgs(),
     ponderBin,
     "start",
     "--root",

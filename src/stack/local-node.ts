@@ -7,6 +7,7 @@ import path from "node:path";
 import type { Address, Hex } from "viem";
 import { repoRoot } from "../paths.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
+import { orphanWatchdogArgs } from "./orphan-watchdog.ts";
 
 
 const hardhatCli = path.join(repoRoot, "node_modules/hardhat/dist/src/cli.js");
@@ -143,7 +144,7 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 5_000;
 
-  const child = spawn(process.execPath, [hardhatCli, "node", "--port", String(port), "--hostname", host], {
+  const child = spawn(process.execPath, [...orphanWatchdogArgs(), hardhatCli, "node", "--port", String(port), "--hostname", host], {
     cwd: repoRoot,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, FORCE_COLOR: "0", NO_COLOR: "1" },

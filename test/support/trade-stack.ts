@@ -7,6 +7,7 @@ import { devAccounts, DEV_ACCOUNT } from "../../src/stack/local-node.ts";
 import { INTERVAL_CHAIN, defaultTradeChain, startChainStack, type ChainStack, type ChainStackOptions, type TradeChain } from "./chain-stack.ts";
 import { ADMIN_TOKEN, SELLER_CLABE } from "./constants.ts";
 import { startTestService, type TestService } from "./service.ts";
+import { orphanWatchdogArgs } from "../../src/stack/orphan-watchdog.ts";
 
 // A trade test's stack is the chain stack plus a service: what it imports from either comes from here.
 export { freePort, INTERVAL_CHAIN, defaultTradeChain, nodeRpc, startChainStack, testNode, type ChainStack, type ChainStackOptions, type TestNode, type TradeChain } from "./chain-stack.ts";
@@ -163,7 +164,7 @@ const serviceProcessScript = fileURLToPath(new URL("./service-process.ts", impor
  * environment, as `npm start` reads it; `env` adds to it) and waits for its READY line.
  */
 export async function spawnServiceProcess(stack: ChainStack, env: Record<string, string>, timeoutMs: number): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawn(process.execPath, [serviceProcessScript], {
+  const child = spawn(process.execPath, [...orphanWatchdogArgs(), serviceProcessScript], {
     env: {
       ...process.env,
       DATABASE_URL: stack.databaseUrl,

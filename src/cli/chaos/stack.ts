@@ -22,6 +22,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { repoRoot } from "../../paths.ts";
 import { serviceNodeFlags } from "../../stack/node-runtime.ts";
 import { INTERVAL_MINING, startChaosPostgres, startIntervalMining, startRpcFaults, type ChaosPostgres, type FaultName, type RpcFaults } from "./faults.ts";
+import { orphanWatchdogArgs } from "../../stack/orphan-watchdog.ts";
 
 const serviceScript = path.join(repoRoot, "src/cli/chaos/service-process.ts");
 
@@ -239,7 +240,7 @@ function serviceChild(options: { env: Record<string, string>; logFile: string })
     crashes,
     async start() {
       expectingExit = false;
-      const proc = spawn(process.execPath, ["--no-deprecation", ...serviceNodeFlags(), serviceScript], {
+      const proc = spawn(process.execPath, ["--no-deprecation", ...orphanWatchdogArgs(), ...serviceNodeFlags(), serviceScript], {
         cwd: repoRoot,
         env: { ...process.env, ...options.env },
         stdio: ["ignore", "pipe", "pipe"],

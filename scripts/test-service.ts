@@ -7,6 +7,7 @@
 // - and at the end, how many API answers the files checked against the OpenAPI documents
 //   (test/support/openapi-check.ts).
 // Arguments, if any, replace the default set of files: `npm run test:service -- test/users/*.test.ts`.
+// The run ends by naming its ten slowest files (scripts/file-durations-reporter.ts).
 import { spawn } from "node:child_process";
 import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
@@ -56,7 +57,9 @@ const tally = path.join(work, "openapi-check.jsonl");
 // processes starting), and two at a time kept the cores 41% busy. Each file alone, 146 files, 2026-11-27:
 // 17.1 min two at a time, 12.9 min three at a time (docs/benchmarks.md, stop 35).
 const FILES_AT_ONCE = 3;
-const child = spawn(process.execPath, ["--test", `--test-concurrency=${FILES_AT_ONCE}`, ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
+const durationsFile = path.join(work, "file-durations.json");
+const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=./scripts/file-durations-reporter.ts", `--test-reporter-destination=${durationsFile}`];
+const child = spawn(process.execPath, ["--test", `--test-concurrency=${FILES_AT_ONCE}`, ...reporters, ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
   cwd: repoRoot,
   stdio: "inherit",
   env: withCompileCache({ ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) }),
@@ -74,6 +77,9 @@ for (const line of lines) {
   total.mismatches += entry.mismatches;
   for (const [api, n] of Object.entries(entry.byApi)) total.byApi[api] = (total.byApi[api] ?? 0) + n;
 }
+const durations = await readFile(durationsFile, "utf8").then((text) => JSON.parse(text) as Record<string, number>, () => ({}) as Record<string, number>);
+const slowest = Object.entries(durations).sort((a, b) => b[1] - a[1]).slice(0, 10);
+if (slowest.length > 0) console.log(`test:service: slowest files: ${slowest.map(([file, ms]) => `${file} ${(ms / 1000).toFixed(0)} s`).join(", ")}`);
 console.log(
   `test:service: openapi-check: ${total.checked} API answers checked against the served documents in ${total.files} files ` +
     `(${Object.entries(total.byApi).map(([api, n]) => `${api} ${n}`).join(", ")}; ${total.unknownRoute} to unknown routes), ${total.mismatches} undocumented; ${seconds()} in all`,

@@ -1,6 +1,6 @@
 // A node:test reporter beside the spec reporter (scripts/test-service.ts): records how long each test
 // file took, from its start to its end in its own process, and writes them as JSON ({ file: ms }, paths
-// relative to the repository) to the destination given with it.
+// relative to the working directory, the repository under test-service.ts) to the destination given with it.
 import path from "node:path";
 
 interface FileEvent {

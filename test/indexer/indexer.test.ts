@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -39,6 +38,7 @@ import { indexerNotifyChannel } from "../../src/sync/escrow-events.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { startTcpFront, type TcpFront } from "../support/tcp-front.ts";
 import { startPgFront, type PgFront } from "../support/wire-count.ts";
+import { isAlive } from "../support/processes.ts";
 
 const SCHEMA = "ponder_indexer_test";
 const USDC = 1_000_000n;
@@ -214,21 +214,6 @@ async function isLocked(): Promise<boolean> {
     `SELECT (value->>'is_locked')::int AS locked FROM ${qualifiedTable(SCHEMA, "_ponder_meta")} WHERE key = 'app'`,
   );
   return rows[0]?.locked === 1;
-}
-
-/** Whether a process runs (a zombie left for its new parent to reap counts as gone). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true;
-  }
 }
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {

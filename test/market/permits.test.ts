@@ -20,6 +20,7 @@ import { buyerPolicy, marketPermits } from "../../src/market/module.ts";
 import type { PermitIssuer } from "../../src/market/permits.ts";
 import type { TestService } from "../support/service.ts";
 import { OFFLINE_CHAIN, placeOrder, startOfflineOrderService } from "../support/trade-stack.ts";
+import { withinOrWaiting } from "../support/until.ts";
 
 let service: TestService;
 let partner: { id: string; apiKey: string; webhookSecret: string };
@@ -103,7 +104,7 @@ test("a permit is issued while a transition of the order holds the order's row",
     );
     assert.equal(applied.changed, true);
     // The permit's row references the order: its foreign key check takes a key-share lock on the order's row.
-    const issued = await Promise.race([issue(wallet, order.escrowOrderId), new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000).unref())]);
+    const issued = await withinOrWaiting(issue(wallet, order.escrowOrderId));
     assert.notEqual(issued, "waiting", "the permit waited for the order's transition to commit");
   } finally {
     await transition.query("ROLLBACK").catch(() => undefined);

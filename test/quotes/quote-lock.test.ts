@@ -4,6 +4,7 @@ import { lockQuoteWithUser } from "../../src/quotes/quotes.ts";
 import { assertStatus } from "../support/assertions.ts";
 import { explainedRun } from "../support/query-plans.ts";
 import { startTestService, type TestService } from "../support/service.ts";
+import { withinOrWaiting } from "../support/until.ts";
 
 // POST /orders locks its quote and the quote's user in one named statement, which each database session
 // plans once. Planned on a table still empty, as on a new database, the plan is kept while the table
@@ -72,7 +73,7 @@ test("a new quote of a user is answered while an order of that user is being cre
   const order = await orderBeingCreated(first.body.id);
   try {
     // The quote's foreign key check takes a key-share lock on the user's row, which the order holds.
-    const answered = await Promise.race([newQuote(), new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000).unref())]);
+    const answered = await withinOrWaiting(newQuote());
     assert.notEqual(answered, "waiting", "POST /quotes waited for the order's transaction");
     assertStatus(answered as Awaited<ReturnType<typeof newQuote>>, 201);
   } finally {

@@ -7,15 +7,7 @@ import { createInterface } from "node:readline";
 import { test } from "node:test";
 import { orphanWatchdogArgs } from "../../src/stack/orphan-watchdog.ts";
 import { until } from "../support/until.ts";
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { isAlive } from "../support/processes.ts";
 
 /** A parent process that spawns an idle child with `childArgs` and prints the child's pid. */
 async function parentWithChild(childArgs: string[]): Promise<{ parent: ReturnType<typeof spawn>; childPid: number }> {

@@ -7,3 +7,8 @@ export async function until(check: () => boolean, timeoutMs = 2_000): Promise<vo
     await sleep(5);
   }
 }
+
+/** `work`'s outcome if it settles within `timeoutMs`, else "waiting": for a request that must not wait on a lock held elsewhere. */
+export function withinOrWaiting<T>(work: Promise<T>, timeoutMs = 5_000): Promise<T | "waiting"> {
+  return Promise.race([work, new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), timeoutMs).unref())]);
+}

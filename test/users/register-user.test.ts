@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { assertError, assertStatus, ISO_MILLIS } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
+import { withinOrWaiting } from "../support/until.ts";
 
 const CREATE_FIELDS = ["createdAt", "id", "kycStatus", "kycTier", "orderCount", "partnerUserRef", "totalVolumeMxn"];
 
@@ -126,7 +127,7 @@ test("without a user limit (ENTERPRISE) a registration does not wait for the par
     await holder.query("BEGIN");
     await holder.query("SELECT 1 FROM partners WHERE id = $1 FOR NO KEY UPDATE", [unlimited.id]);
     const registered = register({ partnerUserRef: "while-held" }, unlimited.apiKey);
-    const outcome = await Promise.race([registered, new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 5_000).unref())]);
+    const outcome = await withinOrWaiting(registered);
     assert.notEqual(outcome, "waiting", "the registration waited for the partner's row");
     assertStatus(outcome as Awaited<typeof registered>, 201);
   } finally {

@@ -53,6 +53,10 @@
 //   table, each column's values in one array, not as a multi-row VALUES list built by drizzle (a third of its CPU
 //   in a backfill, and most of PostgreSQL's time on the insert); test/indexer/ponder-sync-inserts.test.ts checks
 //   that the rows stored are drizzle's. startIndexer refuses to run an unpatched Ponder.
+// - Also patched (patches/vite-node+1.0.2.patch): Ponder's build sent every module under an esm/ folder
+//   through Vite, its own and graphql-yoga's included (420 at each start), though their packages are ES
+//   modules Node imports as they are; now only the indexer's own files are built
+//   (test/indexer/ponder-build-imports.test.ts).
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -67,6 +71,7 @@ import { checkSchema } from "../sync/indexer-tables.ts";
 import { repoRoot } from "../paths.ts";
 import { LOCAL_CHAIN_ID } from "../config.ts";
 import { orphanWatchdogArgs } from "./orphan-watchdog.ts";
+import { withCompileCache } from "./node-runtime.ts";
 
 const ponderBin = path.join(repoRoot, "node_modules/.bin/ponder");
 /** The files of Ponder that patches/ponder+0.17.7.patch mends (see above), and the patch's mark in them. */
@@ -194,7 +199,9 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
   const hostname = options.hostname ?? "127.0.0.1";
   const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
-  const env: NodeJS.ProcessEnv = {
+  // Node's compile cache, as the service's processes have it: Ponder's own modules are compiled once, not at every start.
+  const env: NodeJS.ProcessEnv = withCompileCache({
+    NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE,
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     TZ: "UTC",
@@ -212,7 +219,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer> {
     ...(options.pollingIntervalMs === undefined ? {} : { PONDER_POLLING_INTERVAL_MS: String(options.pollingIntervalMs) }),
     ...(options.rpcLanes === undefined ? {} : { PONDER_RPC_LANES: String(options.rpcLanes) }),
     ...(options.poolMax === undefined ? {} : { PONDER_DB_POOL_MAX: String(options.poolMax) }),
-  };
+  });
   const args = [
     "--no-deprecation",
     "--import",

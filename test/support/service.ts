@@ -28,6 +28,20 @@ export interface TestService extends RunningService {
   close(): Promise<void>;
 }
 
+/**
+ * Where a test service logs when TEST_LOG_LEVEL is not set: its error records only, the last few kept in
+ * memory. A 500 INTERNAL_ERROR is never meant to happen outside the tests that provoke one, and its body
+ * says nothing; the test process then prints what the service logged (the error and its stack), so a 500
+ * seen once under load in CI says why.
+ */
+function recentErrors(keep = 10) {
+  const records: string[] = [];
+  return {
+    stream: { write: (line: string) => void (records.push(line) > keep && records.shift()) },
+    take: () => records.splice(0).join(""),
+  };
+}
+
 async function call<T>(url: string, method: string, headers: Record<string, string>, body?: string): Promise<ApiResponse<T>> {
   const response = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
   const text = await response.text();
@@ -51,12 +65,17 @@ export async function startTestService(
   const database = options.databaseUrl
     ? { url: options.databaseUrl, drop: async () => undefined }
     : await createTestDatabase();
-  const config = loadConfig({ SANDBOX: "true", PORT: "0", LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent", ...env });
+  const config = loadConfig({ SANDBOX: "true", PORT: "0", LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error", ...env });
+  const errors = recentErrors();
+  const reportInternalError = <T>(method: string, path: string, response: ApiResponse<T>) => {
+    if (response.status === 500) console.error(`test service: ${method} ${path} answered 500; the service logged:\n${errors.take()}`);
+    return response;
+  };
   const service = await startService({
     config,
     databaseUrl: database.url,
     adminToken: ADMIN_TOKEN,
-    logger: createLogger(config.logLevel),
+    logger: process.env.TEST_LOG_LEVEL === undefined ? createLogger(config.logLevel, errors.stream) : createLogger(config.logLevel),
     ...(options.chain ? { chain: options.chain } : {}),
     ...(options.indexerSchema ? { indexerSchema: options.indexerSchema } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
@@ -65,19 +84,19 @@ export async function startTestService(
     ...service,
     config,
     databaseUrl: database.url,
-    api(method, path, options = {}) {
+    async api<T>(method: string, path: string, options: Parameters<TestService["api"]>[2] = {}) {
       const headers: Record<string, string> = { ...options.headers };
       if (options.key !== undefined) headers["X-API-Key"] = options.key;
       let body: string | undefined;
       if (options.rawBody !== undefined) body = options.rawBody;
       else if (options.body !== undefined) body = JSON.stringify(options.body);
       if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === "content-type")) headers["Content-Type"] = "application/json";
-      return call(`${service.baseUrl}/api/v1${path}`, method, headers, body);
+      return reportInternalError(method, path, await call<T>(`${service.baseUrl}/api/v1${path}`, method, headers, body));
     },
-    admin(method, path, body) {
+    async admin<T>(method: string, path: string, body?: unknown) {
       const headers: Record<string, string> = { Authorization: `Bearer ${ADMIN_TOKEN}` };
       if (body !== undefined) headers["Content-Type"] = "application/json";
-      return call(`${service.baseUrl}/admin/v1${path}`, method, headers, body === undefined ? undefined : JSON.stringify(body));
+      return reportInternalError(method, path, await call<T>(`${service.baseUrl}/admin/v1${path}`, method, headers, body === undefined ? undefined : JSON.stringify(body)));
     },
     async createPartner(fields = {}) {
       const response = await test.admin<{ id: string; apiKey: string; webhookSecret: string }>("POST", "/partners", {

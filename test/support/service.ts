@@ -66,16 +66,17 @@ export async function startTestService(
     ? { url: options.databaseUrl, drop: async () => undefined }
     : await createTestDatabase();
   const config = loadConfig({ SANDBOX: "true", PORT: "0", LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "error", ...env });
+  const logsToStdout = process.env.TEST_LOG_LEVEL !== undefined;
   const errors = recentErrors();
   const reportInternalError = <T>(method: string, path: string, response: ApiResponse<T>) => {
-    if (response.status === 500) console.error(`test service: ${method} ${path} answered 500; the service logged:\n${errors.take()}`);
+    if (response.status === 500) console.error(`test service: ${method} ${path} answered 500; ${logsToStdout ? "its error is in the service's log" : `the service logged:\n${errors.take()}`}`);
     return response;
   };
   const service = await startService({
     config,
     databaseUrl: database.url,
     adminToken: ADMIN_TOKEN,
-    logger: process.env.TEST_LOG_LEVEL === undefined ? createLogger(config.logLevel, errors.stream) : createLogger(config.logLevel),
+    logger: createLogger(config.logLevel, logsToStdout ? undefined : errors.stream),
     ...(options.chain ? { chain: options.chain } : {}),
     ...(options.indexerSchema ? { indexerSchema: options.indexerSchema } : {}),
     ...(options.clock ? { clock: options.clock } : {}),

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { getAddress, zeroAddress, type Address, type Hex } from "viem";
 import type { OrderTerms } from "../chain/escrow-gateway.ts";
 import type { Pool } from "../db/pool.ts";
@@ -14,7 +13,7 @@ import {
   UserSanctionedError,
   VolumeLimitExceededError,
 } from "../domain/errors.ts";
-import { newId } from "../domain/ids.ts";
+import { newId, randomHex } from "../domain/ids.ts";
 import { assertKycAllowsOrder } from "../domain/kyc.ts";
 import { money, usdcToRaw } from "../domain/money.ts";
 import { mexicoPeriodStart } from "../domain/periods.ts";
@@ -127,7 +126,7 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     });
 
     const orderId = newId("ord");
-    const escrowOrderId = `0x${randomBytes(32).toString("hex")}` as Hex;
+    const escrowOrderId = `0x${randomHex(32)}` as Hex;
     const amountRaw = usdcToRaw(quote.amountUsdc);
     const depositDeadline = new Date(now.getTime() + deps.timing.depositTimeoutSeconds * 1000);
     // Built and signed once, here, and kept with the order (src/orders/terms.ts owns them).

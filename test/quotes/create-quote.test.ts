@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import { assertError, assertStatus, ISO_MILLIS } from "../support/assertions.ts";
+import { createQuote, type NewQuote } from "../../src/quotes/quotes.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 
 const QUOTE_FIELDS = ["amountUsdc", "exchangeRate", "expiresAt", "feeAmountMxn", "feePercent", "feeRecipient", "grossAmountMxn", "id", "netAmountMxn", "type"];
@@ -160,4 +161,28 @@ test("a sanctioned user's quote answers 403 USER_SANCTIONED and creates no quote
   await service.pool.query("DELETE FROM exchange_rates");
   assertError(await listed(), 403, "USER_SANCTIONED");
   assert.equal(await quoteCount(), before);
+});
+
+test("a database session that made a quote makes the next one after a migration adds a column to quotes", async () => {
+  // The quote's insert is a named statement each session keeps; one that returned `*` failed in every such
+  // session once the table had another column ("cached plan must not change result type").
+  const session = await service.pool.connect();
+  const input: NewQuote = {
+    partnerId: partner.id,
+    partnerUserRef: "seller",
+    amountUsdc: "10",
+    feePercent: "1",
+    feeRecipient: "NONE",
+    rate: { usdMxn: "17.2500", source: "central_bank", fetchedAt: new Date() },
+    ttlSeconds: 120,
+  };
+  try {
+    assert.ok(await createQuote(session, input));
+    await service.pool.query("ALTER TABLE quotes ADD COLUMN added_by_a_migration text");
+    const next = await createQuote(session, input);
+    assert.equal(next?.netAmountMxn, "170.77");
+  } finally {
+    session.release();
+    await service.pool.query("ALTER TABLE quotes DROP COLUMN IF EXISTS added_by_a_migration");
+  }
 });

@@ -119,8 +119,9 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     const t0 = nowMs();
     const logger: IndexerLogger = {
       debug: () => undefined,
-      info: (_context, message) => {
+      info: (context, message) => {
         if (message && phases[message] === undefined) phases[message] = round(nowMs() - t0, 0)!;
+        if (message === "Started live indexing") liveFinalized = (context as { finalized_block?: number }).finalized_block;
         if (message === "Started backfill indexing" && pid === undefined) {
           pid = ponderPid(schema);
           if (pid !== undefined) cpuAtBackfill = cpuSeconds(pid);
@@ -134,6 +135,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     let stopping = false;
     let pid: number | undefined;
     let cpuAtBackfill: number | undefined;
+    let liveFinalized: number | undefined;
     let cpuAtDone: number | undefined;
     let cpuOverCatchUp: Promise<() => Promise<CpuShares>> | undefined;
     let cpuShares: CpuShares | undefined;
@@ -190,6 +192,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     if (done === undefined) throw new Error(`the indexer did not reach block ${lastBlock} with ${logCount} events within ${catchUpTimeoutMs} ms`);
     const backfillStart = phases["Started backfill indexing"] ?? phases["Started fetching backfill JSON-RPC data"];
     const backfillEnd = phases["Completed backfill indexing across all chains"] ?? phases["Completed backfill indexing"];
+    const liveStart = phases["Started live indexing"];
     const fromBackfill = backfillStart !== undefined ? (done - backfillStart) / 1000 : undefined;
     const total = done / 1000;
     const eventsPerSecond = round(logCount / (fromBackfill ?? total), 0);
@@ -219,6 +222,9 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
         { label: "whole catch-up from process spawn (start-up included)", value: round(logCount / total, 0), unit: "events/s", detail: { seconds: round(total, 2) } },
         ...(backfillStart !== undefined && backfillEnd !== undefined && backfillEnd > backfillStart
           ? [{ label: "backfill alone (Started -> Completed backfill indexing; the last blocks then go through live indexing)", value: round(logCount / ((backfillEnd - backfillStart) / 1000), 0), unit: "events/s", detail: { seconds: round((backfillEnd - backfillStart) / 1000, 2) } }]
+          : []),
+        ...(liveStart !== undefined
+          ? [{ label: "live indexing of the unfinalized last blocks (Started live indexing -> head at last block; Ponder's finality is 30 blocks on 31337)", value: round(done - liveStart, 0), unit: "ms", detail: { blocks: liveFinalized !== undefined ? lastBlock - liveFinalized : null } }]
           : []),
       ],
       comparison: ratio(eventsPerSecond, reference, "eth_getLogs"),

@@ -1,10 +1,11 @@
 // Indexing functions of the escrow: every event is recorded as one escrow_event row, which the service's
 // sync consumes in chain order and from which the admin API reads an order's escrow and an account's
-// reputation (src/sync/indexer-tables.ts). Ponder runs these in chain order, one block a transaction
-// when following the chain, and undoes their writes when a block leaves the canonical chain. Each table
-// written costs every block its own statements (its rows, their reorganisation log, its checkpoint):
-// with an escrow_order and a reputation table kept beside the events, a block took 13.8 ms to index
-// instead of 7.4 under figure 5's load, and the indexer, one block after another, bounded the trades.
+// reputation (src/sync/indexer-tables.ts). Ponder runs these in chain order, the blocks that reach it
+// together in one transaction when following the chain (patched), and undoes their writes when a block leaves
+// the canonical chain. Each table written costs every block its own statements (its rows, their
+// reorganisation log, its checkpoint): with an escrow_order and a reputation table kept beside the events, a
+// block took 13.8 ms to index instead of 7.4 under figure 5's load, and the indexer, one block after
+// another, bounded the trades.
 import { ponder } from "ponder:registry";
 import type { Context } from "ponder:registry";
 import { escrowEvent, indexerHead } from "ponder:schema";

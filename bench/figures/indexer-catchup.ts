@@ -9,7 +9,7 @@ import { deployLocal } from "../../src/stack/deploy.ts";
 import { createEscrowGateway } from "../../src/chain/escrow-gateway.ts";
 import { startIndexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
 import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
-import { freePort } from "../../test/support/chain-stack.ts";
+import { escrowIndexerOptions } from "../../test/support/chain-stack.ts";
 import { benchTerms, depositCall, fundedSeller, GAS, rpcClient } from "../lib/chain.ts";
 import { cpuSeconds } from "../lib/child.ts";
 import { cpuSharesMeasure, measureCpuShares, type CpuShares } from "../lib/cpu-shares.ts";
@@ -164,13 +164,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
       }
     })();
     const indexer = await startIndexer({
-      databaseUrl: stack.chain.databaseUrl,
-      schema,
-      rpcUrl: chain.rpcUrl,
-      chainId: deployment.chainId,
-      escrowAddress: deployment.escrowAddress,
-      startBlock: deployment.deploymentBlock,
-      port: await freePort(),
+      ...(await escrowIndexerOptions(deployment, chain.rpcUrl, stack.chain.databaseUrl, schema)),
       logger,
       logLevel: "info",
       readyTimeoutMs: catchUpTimeoutMs,

@@ -35,6 +35,7 @@ import type { Indexer, IndexerLogger, IndexerOptions } from "../../src/stack/ind
 import { DEV_ACCOUNT, devAccounts, startLocalChain } from "../../src/stack/local-node.ts";
 import type { LocalChain } from "../../src/stack/local-node.ts";
 import { indexerNotifyChannel } from "../../src/sync/escrow-events.ts";
+import { escrowIndexerOptions } from "../support/chain-stack.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { startTcpFront, type TcpFront } from "../support/tcp-front.ts";
 import { startPgFront, type PgFront } from "../support/wire-count.ts";
@@ -80,13 +81,7 @@ let buyer: ReturnType<typeof wallet>;
 
 async function launchIndexer(overrides: Partial<IndexerOptions> = {}): Promise<Indexer> {
   return startIndexer({
-    databaseUrl: database.url,
-    schema: SCHEMA,
-    rpcUrl: chain.rpcUrl,
-    chainId: deployment.chainId,
-    escrowAddress: deployment.escrowAddress,
-    startBlock: deployment.deploymentBlock,
-    port: await freePort(),
+    ...(await escrowIndexerOptions(deployment, chain.rpcUrl, database.url, SCHEMA)),
     logFile,
     poolMax: 8,
     ...overrides,

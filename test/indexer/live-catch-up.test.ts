@@ -12,10 +12,10 @@ import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { escrowAbi } from "../../src/chain/escrow-abi.ts";
 import { ARBITER_ROLE, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
-import { freePort } from "../../src/stack/free-port.ts";
 import { startIndexer, type Indexer, type IndexerLogger } from "../../src/stack/indexer-process.ts";
 import { DEV_ACCOUNT, devAccounts, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import { eventTable, readIndexerHead } from "../../src/sync/indexer-tables.ts";
+import { escrowIndexerOptions } from "../support/chain-stack.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { waitFor } from "../support/trade-stack.ts";
 
@@ -70,13 +70,7 @@ test("blocks found unindexed at start-up are live-indexed at once, several in on
     error: ignore,
   };
   indexer = await startIndexer({
-    databaseUrl: database.url,
-    schema: SCHEMA,
-    rpcUrl: chain.rpcUrl,
-    chainId: deployment.chainId,
-    escrowAddress: deployment.escrowAddress,
-    startBlock: deployment.deploymentBlock,
-    port: await freePort(),
+    ...(await escrowIndexerOptions(deployment, chain.rpcUrl, database.url, SCHEMA)),
     pollingIntervalMs: POLLING_INTERVAL_MS,
     logger,
     logLevel: "debug",

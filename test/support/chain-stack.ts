@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { freePort } from "../../src/stack/free-port.ts";
 import { compileContracts, defaultArtifactsDir, deployLocal, type Deployment } from "../../src/stack/deploy.ts";
-import { startIndexer, type Indexer } from "../../src/stack/indexer-process.ts";
+import { startIndexer, type Indexer, type IndexerOptions } from "../../src/stack/indexer-process.ts";
 import { devAccounts, DEV_ACCOUNT, nodeRpc, startLocalChain, type LocalChain } from "../../src/stack/local-node.ts";
 import type { ChainSettings } from "../../src/chain/escrow-gateway.ts";
 import { createTestDatabase } from "./database.ts";
@@ -76,13 +76,7 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
     started.push(() => database.drop());
     const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
     const indexer = await startIndexer({
-      databaseUrl: database.url,
-      schema: indexerSchema,
-      rpcUrl,
-      chainId: deployment.chainId,
-      escrowAddress: deployment.escrowAddress,
-      startBlock: deployment.deploymentBlock,
-      port: await freePort(),
+      ...(await escrowIndexerOptions(deployment, rpcUrl, database.url, indexerSchema)),
       logLevel: "warn",
       // As `npm start` runs it: new heads from the node's WebSocket. A test that fronts the RPC with a
       // proxy, or mines every 2 s as production, keeps production's default of polling RPC_URL.
@@ -105,6 +99,19 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
 }
 
 /** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
+/** Ponder's options for `deployment`'s escrow from its deployment block on the node at `rpcUrl`, into `schema` of `databaseUrl`, on a free port. */
+export async function escrowIndexerOptions(deployment: Deployment, rpcUrl: string, databaseUrl: string, schema: string): Promise<IndexerOptions> {
+  return {
+    databaseUrl,
+    schema,
+    rpcUrl,
+    chainId: deployment.chainId,
+    escrowAddress: deployment.escrowAddress,
+    startBlock: deployment.deploymentBlock,
+    port: await freePort(),
+  };
+}
+
 export interface TestNode {
   rpc(method: string, params?: unknown[]): Promise<unknown>;
   /**

@@ -22,8 +22,6 @@ export interface Quote {
   createdAt: Date;
 }
 
-// Named, not `*`: a session's prepared statement fails once a migration adds a column (db/pool.ts).
-const QUOTE_COLUMNS = ["id", "partner_id", "user_id", "amount_usdc", "exchange_rate", "rate_source", "gross_mxn", "fee_percent", "fee_mxn", "fee_recipient", "net_mxn", "expires_at", "used_at", "created_at"] as const satisfies readonly (keyof QuoteRow)[];
 
 interface QuoteRow {
   id: string;
@@ -41,6 +39,19 @@ interface QuoteRow {
   used_at: Date | null;
   created_at: Date;
 }
+
+// A quote's columns, named rather than `*` in the statements below: a session's prepared statement fails
+// once a migration adds a column (db/pool.ts).
+const QUOTE_COLUMNS = ["id", "partner_id", "user_id", "amount_usdc", "exchange_rate", "rate_source", "gross_mxn", "fee_percent", "fee_mxn", "fee_recipient", "net_mxn", "expires_at", "used_at", "created_at"] as const satisfies readonly (keyof QuoteRow)[];
+
+const INSERT_QUOTE = `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
+       SELECT $1, $2, u.id, $4, $5, $6, $7, $8, $9, $10, $11, now() + make_interval(secs => $12)
+         FROM users u WHERE u.partner_id = $2 AND u.partner_user_ref = $3 AND NOT u.is_sanctioned RETURNING ${QUOTE_COLUMNS.join(", ")}`;
+
+const LOCK_QUOTE_WITH_USER = `SELECT ${QUOTE_COLUMNS.map((column) => `q.${column}`).join(", ")},
+              u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
+              u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at
+         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR NO KEY UPDATE OF q, u`;
 
 function fromRow(row: QuoteRow): Quote {
   return {
@@ -81,9 +92,7 @@ export async function createQuote(db: Queryable, input: NewQuote): Promise<Quote
   const amounts = priceQuote(input.amountUsdc, input.rate.usdMxn, input.feePercent);
   const { rows } = await db.query<QuoteRow>(
     prepared(
-      `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
-       SELECT $1, $2, u.id, $4, $5, $6, $7, $8, $9, $10, $11, now() + make_interval(secs => $12)
-         FROM users u WHERE u.partner_id = $2 AND u.partner_user_ref = $3 AND NOT u.is_sanctioned RETURNING ${QUOTE_COLUMNS.join(", ")}`,
+      INSERT_QUOTE,
       [
         newId("qt"),
         input.partnerId,
@@ -125,10 +134,7 @@ export interface QuoteUser {
 export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteId: string): Promise<{ quote: Quote; user: QuoteUser } | undefined> {
   const { rows } = await db.query<QuoteRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date }>(
     prepared(
-      `SELECT ${QUOTE_COLUMNS.map((column) => `q.${column}`).join(", ")},
-              u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
-              u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at
-         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR NO KEY UPDATE OF q, u`,
+      LOCK_QUOTE_WITH_USER,
       [quoteId, partnerId],
     ),
   );

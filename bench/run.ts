@@ -79,8 +79,11 @@ try {
   stack = await startBenchStack(log);
   // Autovacuum shapes the trade figures: off, the job and order tables' dead rows are not reclaimed during
   // a figure, and the job fetches walk them (docs/benchmarks.md, stop 40); the bench vacuums only between figures.
-  const { rows } = await stack.pool.query<{ version: string; autovacuum: string }>("SELECT current_setting('server_version') AS version, current_setting('autovacuum') AS autovacuum");
-  postgres = rows[0] ? `${rows[0].version}, autovacuum ${rows[0].autovacuum}` : null;
+  const { rows } = await stack.pool.query<{ version: string; autovacuum: string; socket: boolean }>(
+    "SELECT current_setting('server_version') AS version, current_setting('autovacuum') AS autovacuum, inet_client_addr() IS NULL AS socket",
+  );
+  postgres = rows[0] ? `${rows[0].version}, autovacuum ${rows[0].autovacuum}, reached through its ${rows[0].socket ? "Unix-domain socket" : "TCP port"}` : null;
+  log(`PostgreSQL ${postgres}`);
   if (rows[0]?.autovacuum === "off") log("PostgreSQL runs with autovacuum off: no dead row is reclaimed during a figure (the bench vacuums between figures), as no production server runs");
   for (const figure of selected) {
     await settleDeliveries(stack, quick ? 15_000 : 90_000, log);

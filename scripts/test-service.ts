@@ -40,7 +40,7 @@ if (await connectable(TEST_SERVER_URL)) {
   const url = new URL(embedded.url);
   url.pathname = "/postgres";
   databaseUrl = url.toString();
-  console.log(`test:service: no PostgreSQL answers at ${new URL(TEST_SERVER_URL).host}: started an embedded one at ${url.host} (${seconds()})`);
+  console.log(`test:service: no PostgreSQL answers at ${new URL(TEST_SERVER_URL).host}: started an embedded one at ${decodeURIComponent(url.host)} (${seconds()})`);
 }
 
 let chromiumPath = process.env.CHROMIUM_PATH;

@@ -6,6 +6,7 @@ import { createPool } from "../../src/db/pool.ts";
 import type { ServiceProcessSpec } from "../../test/support/service-process.ts";
 import { ADMIN_TOKEN } from "../../test/support/constants.ts";
 import { startChainStack, type ChainStack } from "../../test/support/chain-stack.ts";
+import { TEST_SERVER_URL, throughLocalSocket } from "../../test/support/database.ts";
 import { SELLER_CLABE } from "../../test/support/constants.ts";
 import { spawnService, type ReadyChild } from "./child.ts";
 import { httpRequest } from "./http.ts";
@@ -89,7 +90,8 @@ async function call<T>(url: string, method: string, headers: Record<string, stri
 }
 
 export async function startBenchStack(log: (line: string) => void): Promise<BenchStack> {
-  const chain = await startChainStack();
+  const databaseServerUrl = await throughLocalSocket(TEST_SERVER_URL);
+  const chain = await startChainStack({ databaseServerUrl });
   const cleanups: (() => Promise<void>)[] = [() => chain.close()];
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step().catch(() => undefined);

@@ -9,11 +9,12 @@ import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { assertStatus } from "../support/assertions.ts";
+import { serverAddress } from "../support/database.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { placeOrder, startChainStack, waitFor, waitForSettled, type ChainStack } from "../support/trade-stack.ts";
 
 /** A TCP proxy to `target` that can be cut (every connection dropped, new ones refused) and reopened on its port. */
-function databaseProxy(target: URL) {
+function databaseProxy(target: net.NetConnectOpts) {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
@@ -27,7 +28,7 @@ function databaseProxy(target: URL) {
     },
     async open(): Promise<void> {
       const listening = net.createServer((client) => {
-        const upstream = net.connect(Number(target.port || 5432), target.hostname);
+        const upstream = net.connect(target);
         track(client);
         track(upstream);
         const drop = () => {
@@ -59,8 +60,7 @@ let database: ReturnType<typeof databaseProxy>;
 before(async () => {
   chain = await startChainStack();
   direct = createPool(chain.databaseUrl);
-  const target = new URL(chain.databaseUrl);
-  database = databaseProxy(target);
+  database = databaseProxy(serverAddress(chain.databaseUrl));
   await database.open();
   const proxied = new URL(chain.databaseUrl);
   proxied.hostname = "127.0.0.1";

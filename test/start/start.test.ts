@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
 import { createTestDatabase } from "../support/database.ts";
 import { SELLER_CLABE } from "../support/trade-stack.ts";
 import { repoRoot } from "../../src/paths.ts";
@@ -240,7 +241,7 @@ describe("npm start", () => {
     assert.match(stderr, /PORT must be a whole number/);
   });
 
-  it("runs the whole sandbox on embedded defaults, stops cleanly, and a restart keeps partner and data", async () => {
+  it("runs the whole sandbox on embedded defaults, its parts on the database's Unix socket, stops cleanly, and a restart keeps partner and data", async () => {
     const dataDir = await temporaryDataDir();
 
     const first = await launch({ DATA_DIR: dataDir });
@@ -257,6 +258,20 @@ describe("npm start", () => {
     // The service's process runs with V8's young generation capped (src/stack/node-runtime.ts).
     const serviceCommand = descendants(first.child.pid!).map(commandOf).find((command) => command.includes("start-stack.ts"));
     assert.match(serviceCommand ?? "", new RegExp(` --max-semi-space-size=${SERVICE_SEMI_SPACE_MIB} \\S*start-stack\\.ts`));
+    // The service, its workers and Ponder reach the embedded database through its Unix-domain socket, the
+    // printed URL too: no session of theirs comes from a TCP address.
+    const database = new pg.Client({ connectionString: field(first.output(), "Database") });
+    await database.connect();
+    try {
+      const { rows } = await database.query<{ socket: number; tcp: number }>(
+        `SELECT count(*) FILTER (WHERE client_addr IS NULL)::int AS socket, count(*) FILTER (WHERE client_addr IS NOT NULL)::int AS tcp
+           FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = current_database()`,
+      );
+      assert.equal(rows[0]!.tcp, 0);
+      assert.ok(rows[0]!.socket > 1, `${rows[0]!.socket} sessions`);
+    } finally {
+      await database.end();
+    }
     const partners = await fetch(`${printed.base}/admin/v1/partners`, { headers: { Authorization: `Bearer ${printed.adminToken}` } });
     assert.equal(partners.status, 200);
     // The demo partner's dashboard owner signs in with the printed email and password.

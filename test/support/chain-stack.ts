@@ -49,6 +49,8 @@ export interface ChainStackOptions {
    * the test's own calls go to the node directly.
    */
   rpcFront?: (nodeUrl: string) => string | Promise<string>;
+  /** The PostgreSQL server to make the stack's database on (default the tests', `TEST_DATABASE_URL`). */
+  databaseServerUrl?: string;
 }
 
 /** A Hardhat node with the escrow deployed and Ponder indexing it into a fresh test database. */
@@ -72,7 +74,7 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
       await nodeRpc(chain.rpcUrl, "evm_setIntervalMining", [INTERVAL_CHAIN.blockMs]);
     }
     const rpcUrl = options.rpcFront ? await options.rpcFront(chain.rpcUrl) : chain.rpcUrl;
-    const database = await createTestDatabase();
+    const database = await createTestDatabase(options.databaseServerUrl);
     started.push(() => database.drop());
     const indexerSchema = `ponder_t${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
     const indexer = await startIndexer({

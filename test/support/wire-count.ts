@@ -9,6 +9,7 @@
 // a commit that never reached it (`cutBefore`; test/indexer/indexer.test.ts).
 import http from "node:http";
 import net from "node:net";
+import { serverAddress } from "./database.ts";
 
 export interface Tally {
   total: number;
@@ -66,7 +67,7 @@ export interface PgFront {
 
 /** A TCP front for the PostgreSQL of `databaseUrl` (no TLS, as the local test server runs). */
 export async function startPgFront(databaseUrl: string): Promise<PgFront> {
-  const upstream = new URL(databaseUrl);
+  const upstream = serverAddress(databaseUrl);
   const front: PgFront = {
     url: "",
     roundTrips: tally(),
@@ -82,7 +83,7 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
   let armed: { kind: "lose-answer" | "cut-before"; matches: StatementMatch; fired(statement: string): void } | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
-    const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
+    const server = net.connect(upstream);
     sockets.add(client).add(server);
     const drop = () => {
       client.destroy();

@@ -22,7 +22,6 @@ export interface Quote {
   createdAt: Date;
 }
 
-
 interface QuoteRow {
   id: string;
   partner_id: string;

@@ -46,8 +46,9 @@ const DATABASE = "offramp";
 /**
  * The directory of the server's Unix-domain socket, through which every client on this machine connects
  * (the service, Ponder, the tools): a round trip costs both ends less CPU than over loopback TCP (figure 2
- * side by side: 2% more pairs a second, 4% less of the service's CPU a pair; docs/benchmarks.md stop 65). /tmp is the server's own default and
- * writable by its user when it runs as `postgres` under root; the server still listens on 127.0.0.1 too.
+ * side by side: 2% more pairs a second, 4% less of the service's CPU a pair; docs/benchmarks.md stop 65).
+ * /tmp is the server's own default and writable by its user when it runs as `postgres` under root; the
+ * server still listens on 127.0.0.1 too.
  */
 const SOCKET_DIR = "/tmp";
 const USER = "offramp";

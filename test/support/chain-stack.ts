@@ -100,7 +100,6 @@ export async function startChainStack(options: ChainStackOptions = {}): Promise<
   }
 }
 
-/** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
 /** Ponder's options for `deployment`'s escrow from its deployment block on the node at `rpcUrl`, into `schema` of `databaseUrl`, on a free port. */
 export async function escrowIndexerOptions(deployment: Deployment, rpcUrl: string, databaseUrl: string, schema: string): Promise<IndexerOptions> {
   return {
@@ -114,6 +113,7 @@ export async function escrowIndexerOptions(deployment: Deployment, rpcUrl: strin
   };
 }
 
+/** The test node driven directly, for tests that make its blocks and reorganisations themselves. */
 export interface TestNode {
   rpc(method: string, params?: unknown[]): Promise<unknown>;
   /**

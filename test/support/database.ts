@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import type net from "node:net";
 import path from "node:path";
 import pg from "pg";
+import { connectable } from "../../src/stack/embedded-postgres.ts";
 
 /** The PostgreSQL server tests run against (CI and dev machines run one at 127.0.0.1:5432). */
 export const TEST_SERVER_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -39,15 +40,8 @@ export async function throughLocalSocket(serverUrl: string): Promise<string> {
   const url = new URL(serverUrl);
   url.hostname = encodeURIComponent(setting.dir);
   url.port = setting.port;
-  const socket = new pg.Client({ connectionString: url.toString() });
-  try {
-    await socket.connect();
-    return url.toString();
-  } catch {
-    return serverUrl; // its pg_hba.conf lets this user in over TCP only
-  } finally {
-    await socket.end().catch(() => undefined);
-  }
+  // Not when its pg_hba.conf lets this user in over TCP only.
+  return (await connectable(url.toString())) ? url.toString() : serverUrl;
 }
 
 /** A fresh database per test file, so files run in parallel without seeing each other's rows. */

@@ -85,7 +85,9 @@ function knownTreasury(deps: OrderCreationDeps): Address {
 export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithSecrets, request: NewOrderRequest): Promise<OrderRow> {
   const clabe = parseClabe(request.sellerClabe);
   return withTransaction(deps.pool, async (tx) => {
-    const locked = await lockQuoteWithUser(tx, partner.id, request.quoteId);
+    // The order's moment: its month is the one its user's history is summed over, in the lock's statement.
+    const now = new Date();
+    const locked = await lockQuoteWithUser(tx, partner.id, request.quoteId, now);
     if (!locked) throw new InvalidQuoteError(`No quote ${request.quoteId} for this partner`);
     const { quote, user } = locked;
     // The quote names its user by id, one of this partner's: a ref this partner has no user for is
@@ -95,9 +97,9 @@ export async function createOrder(deps: OrderCreationDeps, partner: PartnerWithS
     if (quote.expiresAt.getTime() <= Date.now()) throw new QuoteExpiredError();
     if (user.isSanctioned) throw new UserSanctionedError();
 
-    const now = new Date();
-    // After the user's lock: it sees every earlier order of this user, committed before the lock was granted.
-    const history = await userOrderHistory(tx, user.id, now);
+    // Read after the user's lock when the lock's own read came too early: it sees every earlier order of
+    // this user, committed before the lock was granted.
+    const history = locked.history ?? (await userOrderHistory(tx, user.id, now));
     assertKycAllowsOrder(user, history.monthlyVolumeMxn);
 
     const limits = effectiveLimits(partner);

@@ -1,9 +1,10 @@
 import { prepared, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { toJsonNumber } from "../domain/money.ts";
+import { mexicoPeriodStart } from "../domain/periods.ts";
 import { priceQuote, type FeeRecipient } from "../domain/pricing.ts";
 import type { ExchangeRate } from "../rates/exchange-rates.ts";
-import type { KycStatus, KycTier } from "../users/users.ts";
+import { orderHistoryColumns, orderHistoryFromRow, type KycStatus, type KycTier, type OrderHistoryRow, type UserOrderHistory } from "../users/users.ts";
 
 export interface Quote {
   id: string;
@@ -47,10 +48,18 @@ const INSERT_QUOTE = `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, 
        SELECT $1, $2, u.id, $4, $5, $6, $7, $8, $9, $10, $11, now() + make_interval(secs => $12)
          FROM users u WHERE u.partner_id = $2 AND u.partner_user_ref = $3 AND NOT u.is_sanctioned RETURNING ${QUOTE_COLUMNS.join(", ")}`;
 
-const LOCK_QUOTE_WITH_USER = `SELECT ${QUOTE_COLUMNS.map((column) => `q.${column}`).join(", ")},
+// The user's order history is read in the same statement, from the statement's snapshot, which was taken
+// before the lock was granted: an order of this user committed while this statement waited for the user's
+// lock is not in it. Every order's insert also updates its user's row (create-order.ts, the risk level), so
+// that order left a newer version of the row than the snapshot's: the locked row's ctid then differs from
+// the one the snapshot reads, and `history_current` is false.
+const LOCK_QUOTE_WITH_USER = `WITH locked AS (
+       SELECT ${QUOTE_COLUMNS.map((column) => `q.${column}`).join(", ")},
               u.partner_user_ref AS user_ref, u.kyc_status AS user_kyc_status, u.kyc_tier AS user_kyc_tier, u.is_pep AS user_is_pep,
-              u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at
-         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR NO KEY UPDATE OF q, u`;
+              u.is_sanctioned AS user_is_sanctioned, u.created_at AS user_created_at, u.ctid AS user_version
+         FROM quotes q JOIN users u ON u.id = q.user_id WHERE q.id = $1 AND q.partner_id = $2 FOR NO KEY UPDATE OF q, u)
+     SELECT locked.*, history.*, locked.user_version = (SELECT ctid FROM users WHERE id = locked.user_id) AS history_current
+       FROM locked, LATERAL (SELECT ${orderHistoryColumns("$3")} FROM orders WHERE user_id = locked.user_id) history`;
 
 function fromRow(row: QuoteRow): Quote {
   return {
@@ -123,20 +132,25 @@ export interface QuoteUser {
 }
 
 /**
- * A partner's quote and its user, both rows locked (quote first), in one round trip: the quote is then
- * consumed by exactly one order, and the user's orders are created one at a time. Undefined when this
- * partner has no such quote: another partner's quote is indistinguishable from a missing one.
+ * A partner's quote and its user, both rows locked (quote first), and the user's order history, in one
+ * round trip: the quote is then consumed by exactly one order, and the user's orders are created one at a
+ * time. The history is undefined when an order of the user was committed after the statement began (it
+ * waited for the user's lock): the caller reads it again, now that the lock is held. Undefined altogether
+ * when this partner has no such quote: another partner's quote is indistinguishable from a missing one.
  * NO KEY UPDATE, not UPDATE: as exclusive among the order's writers, but it lets through the key-share
  * locks of foreign key checks, so a new quote of the same user (quotes.user_id) does not wait for this
  * order's commit. Keys are never changed, so nothing needs them held.
  */
-export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteId: string): Promise<{ quote: Quote; user: QuoteUser } | undefined> {
-  const { rows } = await db.query<QuoteRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date }>(
-    prepared(
-      LOCK_QUOTE_WITH_USER,
-      [quoteId, partnerId],
-    ),
-  );
+export async function lockQuoteWithUser(
+  db: Queryable,
+  partnerId: string,
+  quoteId: string,
+  now = new Date(),
+): Promise<{ quote: Quote; user: QuoteUser; history: UserOrderHistory | undefined } | undefined> {
+  const { rows } = await db.query<
+    QuoteRow &
+      OrderHistoryRow & { user_ref: string; user_kyc_status: KycStatus; user_kyc_tier: KycTier; user_is_pep: boolean; user_is_sanctioned: boolean; user_created_at: Date; history_current: boolean }
+  >(prepared(LOCK_QUOTE_WITH_USER, [quoteId, partnerId, mexicoPeriodStart("month", now)]));
   const row = rows[0];
   if (!row) return undefined;
   return {
@@ -150,6 +164,7 @@ export async function lockQuoteWithUser(db: Queryable, partnerId: string, quoteI
       isSanctioned: row.user_is_sanctioned,
       createdAt: row.user_created_at,
     },
+    history: row.history_current ? orderHistoryFromRow(row) : undefined,
   };
 }
 

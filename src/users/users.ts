@@ -141,14 +141,14 @@ export interface UserVolumes {
 
 /**
  * Volume counts the `totalMxn` of orders that did not end EXPIRED (decisions section 3); the month is the
- * calendar month in America/Mexico_City, whose start is the parameter `$2` of both statements below.
+ * calendar month in America/Mexico_City, whose start is the parameter `monthStart`.
  */
-const MONTHLY_VOLUME = "coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= $2), 0)";
+const monthlyVolume = (monthStart: string) => `coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED' AND created_at >= ${monthStart}), 0)`;
 
 export async function userVolumes(db: Queryable, userId: string, now = new Date()): Promise<UserVolumes> {
   const { rows } = await db.query<{ order_count: string; total: string; monthly: string }>(
     prepared(
-      `SELECT count(*) AS order_count, coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total, ${MONTHLY_VOLUME} AS monthly
+      `SELECT count(*) AS order_count, coalesce(sum(total_mxn) FILTER (WHERE status <> 'EXPIRED'), 0) AS total, ${monthlyVolume("$2")} AS monthly
          FROM orders WHERE user_id = $1`,
       [userId, mexicoPeriodStart("month", now)],
     ),
@@ -165,19 +165,28 @@ export interface UserOrderHistory {
   wallets: string[];
 }
 
+/**
+ * `UserOrderHistory` as one statement's select list over the user's rows of `orders`
+ * (`SELECT ${orderHistoryColumns("$2")} FROM orders WHERE user_id = $1`): the month's start is the parameter
+ * `monthStart`. Read after the user's row is locked, so it sees the user's every earlier order.
+ */
+export const orderHistoryColumns = (monthStart: string) =>
+  `${monthlyVolume(monthStart)} AS monthly, count(*) FILTER (WHERE created_at > now() - interval '24 hours') AS last_24h,
+   coalesce(array_agg(DISTINCT seller_wallet) FILTER (WHERE seller_wallet IS NOT NULL), '{}')
+     || coalesce(array_agg(DISTINCT buyer_wallet) FILTER (WHERE buyer_wallet IS NOT NULL), '{}') AS wallets`;
+
+export interface OrderHistoryRow {
+  monthly: string;
+  last_24h: string;
+  wallets: string[];
+}
+
+export const orderHistoryFromRow = (row: OrderHistoryRow): UserOrderHistory => ({ monthlyVolumeMxn: row.monthly, ordersLast24h: Number(row.last_24h), wallets: row.wallets });
+
 /** `UserOrderHistory` in one statement: run it after the user's row is locked, so it sees the user's every earlier order. */
 export async function userOrderHistory(db: Queryable, userId: string, now: Date): Promise<UserOrderHistory> {
-  const { rows } = await db.query<{ monthly: string; last_24h: string; wallets: string[] }>(
-    prepared(
-      `SELECT ${MONTHLY_VOLUME} AS monthly, count(*) FILTER (WHERE created_at > now() - interval '24 hours') AS last_24h,
-              coalesce(array_agg(DISTINCT seller_wallet) FILTER (WHERE seller_wallet IS NOT NULL), '{}')
-                || coalesce(array_agg(DISTINCT buyer_wallet) FILTER (WHERE buyer_wallet IS NOT NULL), '{}') AS wallets
-         FROM orders WHERE user_id = $1`,
-      [userId, mexicoPeriodStart("month", now)],
-    ),
-  );
-  const row = rows[0]!;
-  return { monthlyVolumeMxn: row.monthly, ordersLast24h: Number(row.last_24h), wallets: row.wallets };
+  const { rows } = await db.query<OrderHistoryRow>(prepared(`SELECT ${orderHistoryColumns("$2")} FROM orders WHERE user_id = $1`, [userId, mexicoPeriodStart("month", now)]));
+  return orderHistoryFromRow(rows[0]!);
 }
 
 /** `POST /users` response (spec: User create-response fields). */

@@ -44,9 +44,19 @@ interface QuoteRow {
 // once a migration adds a column (db/pool.ts).
 const QUOTE_COLUMNS = ["id", "partner_id", "user_id", "amount_usdc", "exchange_rate", "rate_source", "gross_mxn", "fee_percent", "fee_mxn", "fee_recipient", "net_mxn", "expires_at", "used_at", "created_at"] as const satisfies readonly (keyof QuoteRow)[];
 
-const INSERT_QUOTE = `INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
+// The quote is made only while its rate is the latest row of `exchange_rates` as the service reads it
+// (its id, value, source and fetch time to the millisecond): a rate kept in memory (ExchangeRates.recent)
+// that another instance replaced, or an operator deleted or aged, is refused here, and one statement
+// answers both the quote and whether the rate was current.
+const INSERT_QUOTE = `WITH rate AS (
+       SELECT id = $13 AND usd_mxn = $5 AND source = $6 AND date_trunc('milliseconds', fetched_at) = $14 AS current
+         FROM exchange_rates ORDER BY fetched_at DESC, id DESC LIMIT 1),
+     inserted AS (
+       INSERT INTO quotes (id, partner_id, user_id, amount_usdc, exchange_rate, rate_source, gross_mxn, fee_percent, fee_mxn, fee_recipient, net_mxn, expires_at)
        SELECT $1, $2, u.id, $4, $5, $6, $7, $8, $9, $10, $11, now() + make_interval(secs => $12)
-         FROM users u WHERE u.partner_id = $2 AND u.partner_user_ref = $3 AND NOT u.is_sanctioned RETURNING ${QUOTE_COLUMNS.join(", ")}`;
+         FROM users u, rate WHERE u.partner_id = $2 AND u.partner_user_ref = $3 AND NOT u.is_sanctioned AND rate.current
+         RETURNING ${QUOTE_COLUMNS.join(", ")})
+     SELECT inserted.*, coalesce((SELECT current FROM rate), false) AS rate_current FROM (VALUES (true)) AS answer LEFT JOIN inserted ON true`;
 
 // The user's order history is read in the same statement, from the statement's snapshot, which was taken
 // before the lock was granted: an order of this user committed while this statement waited for the user's
@@ -93,31 +103,34 @@ export interface NewQuote {
 
 /**
  * Locks the rate for `ttlSeconds`: the quote's amounts are computed once, exactly, and stored. The user is
- * found in the same statement; undefined, and nothing written, when the partner has no such user or the
- * user is sanctioned (the caller tells which).
+ * found in the same statement. Nothing is written when the partner has no such user or the user is
+ * sanctioned (refused "user"; the caller tells which), or when `input.rate` is no longer the latest rate
+ * (refused "rate").
  */
-export async function createQuote(db: Queryable, input: NewQuote): Promise<Quote | undefined> {
+export async function createQuote(db: Queryable, input: NewQuote): Promise<{ quote: Quote } | { refused: "user" | "rate" }> {
   const amounts = priceQuote(input.amountUsdc, input.rate.usdMxn, input.feePercent);
-  const { rows } = await db.query<QuoteRow>(
-    prepared(
-      INSERT_QUOTE,
-      [
-        newId("qt"),
-        input.partnerId,
-        input.partnerUserRef,
-        input.amountUsdc,
-        input.rate.usdMxn,
-        input.rate.source,
-        amounts.grossAmountMxn.toFixed(2),
-        input.feePercent,
-        amounts.feeAmountMxn.toFixed(2),
-        input.feeRecipient,
-        amounts.netAmountMxn.toFixed(2),
-        input.ttlSeconds,
-      ],
-    ),
+  // One row always: the quote's columns are null when nothing was inserted.
+  const { rows } = await db.query<(QuoteRow | Record<keyof QuoteRow, null>) & { rate_current: boolean }>(
+    prepared(INSERT_QUOTE, [
+      newId("qt"),
+      input.partnerId,
+      input.partnerUserRef,
+      input.amountUsdc,
+      input.rate.usdMxn,
+      input.rate.source,
+      amounts.grossAmountMxn.toFixed(2),
+      input.feePercent,
+      amounts.feeAmountMxn.toFixed(2),
+      input.feeRecipient,
+      amounts.netAmountMxn.toFixed(2),
+      input.ttlSeconds,
+      input.rate.id,
+      input.rate.fetchedAt,
+    ]),
   );
-  return rows[0] ? fromRow(rows[0]) : undefined;
+  const row = rows[0]!;
+  if (row.id !== null) return { quote: fromRow(row as QuoteRow) };
+  return { refused: row.rate_current ? "user" : "rate" };
 }
 
 /** The user a quote was made for, as an order's checks read it (decisions 6). */

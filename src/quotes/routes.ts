@@ -1,5 +1,5 @@
 import type { Pool } from "../db/pool.ts";
-import { UserSanctionedError, ValidationError } from "../domain/errors.ts";
+import { RateUnavailableError, UserSanctionedError, ValidationError } from "../domain/errors.ts";
 import { money } from "../domain/money.ts";
 import { FEE_RECIPIENTS, type FeeRecipient } from "../domain/pricing.ts";
 import { createQuote, quoteView } from "./quotes.ts";
@@ -78,26 +78,30 @@ export function quoteRoutes(api: RouteGroup, deps: { pool: Pool; rates: Exchange
         const user = await getUserByRef(pool, partner.id, body.partnerUserRef);
         if (user.isSanctioned) throw new UserSanctionedError();
       };
-      const rate = await rates.current().catch(async (error: unknown) => {
-        await refuseUser();
-        throw error;
-      });
+      const current = () =>
+        rates.current().catch(async (error: unknown) => {
+          await refuseUser();
+          throw error;
+        });
       const input = {
         partnerId: partner.id,
         partnerUserRef: body.partnerUserRef,
         amountUsdc: money(body.amountUsdc).toFixed(),
         feePercent: feePercent.toFixed(),
         feeRecipient,
-        rate,
         ttlSeconds: deps.quoteTtlSeconds,
       };
-      let quote = await createQuote(pool, input);
-      if (!quote) {
+      // The rate this process read last while it is valid, else the latest one read or fetched; the insert
+      // refuses a rate that is no longer the latest, and the quote is then priced again on the one read now.
+      let made = await createQuote(pool, { ...input, rate: rates.recent() ?? (await current()) });
+      if ("refused" in made && made.refused === "rate") made = await createQuote(pool, { ...input, rate: await current() });
+      if ("refused" in made && made.refused === "user") {
         await refuseUser();
         // The user was created or cleared of sanctions since the insert: the quote is made for it now.
-        quote = await createQuote(pool, input);
-        if (!quote) throw new UserSanctionedError();
+        made = await createQuote(pool, { ...input, rate: await current() });
       }
+      if ("refused" in made) throw made.refused === "user" ? new UserSanctionedError() : new RateUnavailableError("The exchange rate changed while the quote was made; ask again");
+      const quote = made.quote;
       ctx.status = 201;
       ctx.body = quoteView(quote);
     },

@@ -167,22 +167,57 @@ test("a database session that made a quote makes the next one after a migration 
   // The quote's insert is a named statement each session keeps; one that returned `*` failed in every such
   // session once the table had another column ("cached plan must not change result type").
   const session = await service.pool.connect();
+  const { rows } = await service.pool.query<{ id: string; fetched_at: Date }>("INSERT INTO exchange_rates (usd_mxn, source) VALUES (17.25, 'central_bank') RETURNING id, fetched_at");
   const input: NewQuote = {
     partnerId: partner.id,
     partnerUserRef: "seller",
     amountUsdc: "10",
     feePercent: "1",
     feeRecipient: "NONE",
-    rate: { usdMxn: "17.2500", source: "central_bank", fetchedAt: new Date() },
+    rate: { id: rows[0]!.id, usdMxn: "17.250000", source: "central_bank", fetchedAt: rows[0]!.fetched_at },
     ttlSeconds: 120,
   };
   try {
-    assert.ok(await createQuote(session, input));
+    assert.ok("quote" in (await createQuote(session, input)));
     await service.pool.query("ALTER TABLE quotes ADD COLUMN added_by_a_migration text");
     const next = await createQuote(session, input);
-    assert.equal(next?.netAmountMxn, "170.77");
+    assert.equal("quote" in next && next.quote.netAmountMxn, "170.77");
   } finally {
     session.release();
     await service.pool.query("ALTER TABLE quotes DROP COLUMN IF EXISTS added_by_a_migration");
   }
+});
+
+// The rate a quote was last made from is kept in memory for its validity (ExchangeRates.recent); the
+// quote's insert checks it is still the latest row, as the service would read it.
+async function quotedRate(): Promise<number> {
+  const response = await quote({ amountUsdc: 10 });
+  assertStatus(response, 201);
+  return (response.body as { exchangeRate: number }).exchangeRate;
+}
+
+test("a rate another instance fetched after the one in memory prices the next quote", async () => {
+  assert.equal(await quotedRate(), 17.25);
+  await service.pool.query("INSERT INTO exchange_rates (usd_mxn, source) VALUES (17.4, 'fallback_provider')");
+  assert.equal(await quotedRate(), 17.4);
+});
+
+test("a rate deleted from the database is not used from memory: the next quote asks the central bank again", async () => {
+  assert.equal(await quotedRate(), 17.25);
+  await service.pool.query("DELETE FROM exchange_rates");
+  service.simulators!.banxico.setRate("17.6000");
+  assert.equal(await quotedRate(), 17.6);
+});
+
+test("a rate aged past its validity in the database is not used from memory: the next quote asks the central bank again", async () => {
+  assert.equal(await quotedRate(), 17.25);
+  await service.pool.query("UPDATE exchange_rates SET fetched_at = now() - interval '1 day'");
+  service.simulators!.banxico.setRate("17.7000");
+  assert.equal(await quotedRate(), 17.7);
+});
+
+test("a rate whose value was changed in the database prices the next quote at that value", async () => {
+  assert.equal(await quotedRate(), 17.25);
+  await service.pool.query("UPDATE exchange_rates SET usd_mxn = 17.8");
+  assert.equal(await quotedRate(), 17.8);
 });

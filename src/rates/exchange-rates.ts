@@ -35,7 +35,8 @@ interface RateRow {
 /**
  * The USD/MXN rate: the central bank's FIX first, then the fallback provider, cached in PostgreSQL for
  * `validitySeconds` so every instance shares one cache. One instance refreshes at a time (advisory lock);
- * the others wait and read its result.
+ * the others wait and read its result. Each process also keeps the last rate it read (`recent()`), which
+ * the quote's insert uses only while it is still the table's latest row.
  */
 export function createExchangeRates(pool: Pool, providers: RateProvider[], validitySeconds: number, logger: Logger): ExchangeRates {
   const latest = async (db: Pick<Pool, "query">): Promise<ExchangeRate | undefined> => {

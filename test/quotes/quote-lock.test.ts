@@ -69,6 +69,15 @@ async function orderBeingCreated(quoteId: string): Promise<{ release(): Promise<
 const newQuote = (partnerUserRef = "seller") =>
   service.api<{ id: string }>("POST", "/quotes", { key: partner.apiKey, body: { type: "SELL", amountUsdc: 10, partnerUserRef } });
 
+/** Two quotes of the same user, made one after the other. */
+async function twoQuotes(): Promise<[{ body: { id: string } }, { body: { id: string } }]> {
+  const first = await newQuote();
+  const second = await newQuote();
+  assertStatus(first, 201);
+  assertStatus(second, 201);
+  return [first, second];
+}
+
 test("a new quote of a user is answered while an order of that user is being created", async () => {
   const first = await newQuote();
   assertStatus(first, 201);
@@ -84,10 +93,7 @@ test("a new quote of a user is answered while an order of that user is being cre
 });
 
 test("a second order of the same user still waits for the first one's lock", async () => {
-  const first = await newQuote();
-  const second = await newQuote();
-  assertStatus(first, 201);
-  assertStatus(second, 201);
+  const [first, second] = await twoQuotes();
   const order = await orderBeingCreated(first.body.id);
   const other = await service.pool.connect();
   try {
@@ -121,10 +127,7 @@ test("the lock reads the user's order history in its own statement when no order
 });
 
 test("an order of the user committed while the lock waited leaves the history to be read again", async () => {
-  const first = await newQuote();
-  const second = await newQuote();
-  assertStatus(first, 201);
-  assertStatus(second, 201);
+  const [first, second] = await twoQuotes();
   const creator = await service.pool.connect();
   const waiter = await service.pool.connect();
   try {
@@ -149,10 +152,7 @@ test("an order of the user committed while the lock waited leaves the history to
 });
 
 test("a lock that waited for a transaction which wrote no order keeps its own read of the history", async () => {
-  const first = await newQuote();
-  const second = await newQuote();
-  assertStatus(first, 201);
-  assertStatus(second, 201);
+  const [first, second] = await twoQuotes();
   const order = await orderBeingCreated(first.body.id);
   const waiter = await service.pool.connect();
   try {

@@ -1,6 +1,7 @@
 // Counting fronts for what a service sends over the wire: a TCP front for PostgreSQL that counts the
-// round trips (a simple Query, or an extended-protocol Sync), labelled by statement, and the statements
-// parsed (a named prepared statement once per session, an unnamed one at every call), and an HTTP front
+// statements run (a simple Query, or an extended-protocol Sync) and the round trips (statements sent while
+// none before them waits for its answer: a session that pipelines sends several in one), labelled by
+// statement, and the statements parsed (a named prepared statement once per session, an unnamed one at every call), and an HTTP front
 // for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
 // measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
 // profile only shows socket writes. The PostgreSQL front can also fail one round trip on purpose, the two
@@ -44,7 +45,13 @@ type StatementMatch = (statement: string, transaction: readonly string[]) => boo
 export interface PgFront {
   /** Connection string of the front (the upstream's with its host and port replaced). */
   url: string;
-  /** Round trips: a `Q` message or a `S`ync, labelled by the last statement parsed or bound on that connection. */
+  /** Statements run: a `Q` message or a `S`ync, labelled by the last statement parsed or bound on that connection. */
+  statements: Tally;
+  /**
+   * Round trips: the statements sent while every statement before them on their connection had its answer
+   * (its ReadyForQuery), so that the client waited for PostgreSQL before each; a statement pipelined behind
+   * one still unanswered is not counted.
+   */
   roundTrips: Tally;
   /** Statements parsed (`P` messages), labelled by their text. */
   parses: Tally;
@@ -70,9 +77,11 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
   const upstream = serverAddress(databaseUrl);
   const front: PgFront = {
     url: "",
+    statements: tally(),
     roundTrips: tally(),
     parses: tally(),
     reset: () => {
+      front.statements = tally();
       front.roundTrips = tally();
       front.parses = tally();
     },
@@ -99,9 +108,28 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
     const named = new Map<string, string>();
     // The statements of its open transaction (none outside one), for the faults.
     let transaction: string[] | undefined;
-    /** Counts a round trip and fires an armed fault it matches; true when the connection is to be cut before it is sent. */
-    const roundTrip = (statement: string): boolean => {
-      add(front.roundTrips, statementLabel(statement));
+    // Statements sent and not yet answered (a ReadyForQuery each).
+    let unanswered = 0;
+    // PostgreSQL's answers, read for their ReadyForQuery; the first (after authentication) answers no statement.
+    let sslAnswerPending = false;
+    let answers: Buffer = Buffer.alloc(0);
+    server.on("data", (chunk: Buffer) => {
+      if (sslAnswerPending) {
+        // The one-byte answer to an SSL request ('N': go on in plain text).
+        sslAnswerPending = false;
+        chunk = chunk.subarray(1);
+      }
+      answers = answers.length === 0 ? chunk : Buffer.concat([answers, chunk]);
+      for (let message = takeMessage(answers); message; message = takeMessage(answers)) {
+        answers = message.rest;
+        if (message.type === "Z" && unanswered > 0) unanswered -= 1;
+      }
+    });
+    /** Counts a statement (and a round trip) and fires an armed fault it matches; true when the connection is to be cut before it is sent. */
+    const statementSent = (statement: string): boolean => {
+      add(front.statements, statementLabel(statement));
+      if (unanswered === 0) add(front.roundTrips, statementLabel(statement));
+      unanswered += 1;
       if (armed?.matches(statement, transaction ?? [])) {
         const { kind, fired } = armed;
         armed = undefined;
@@ -145,6 +173,7 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
           const code = buffered.readInt32BE(4);
           buffered = buffered.subarray(length);
           if (code !== 80877103) started = true;
+          else sslAnswerPending = true;
           continue;
         }
         const message = takeMessage(buffered);
@@ -152,7 +181,7 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
         const { type, body } = message;
         buffered = message.rest;
         if (type === "Q") {
-          if (roundTrip(body.toString("utf8").replace(/\0$/, ""))) return true;
+          if (statementSent(body.toString("utf8").replace(/\0$/, ""))) return true;
         } else if (type === "P") {
           const nameEnd = body.indexOf(0);
           lastStatement = body.subarray(nameEnd + 1, body.indexOf(0, nameEnd + 1)).toString("utf8");
@@ -162,7 +191,7 @@ export async function startPgFront(databaseUrl: string): Promise<PgFront> {
           const portalEnd = body.indexOf(0);
           const name = body.subarray(portalEnd + 1, body.indexOf(0, portalEnd + 1)).toString("utf8");
           lastStatement = named.get(name) ?? lastStatement;
-        } else if (type === "S" && roundTrip(lastStatement)) return true;
+        } else if (type === "S" && statementSent(lastStatement)) return true;
       }
     };
     // Read before passed on, so a cut-before fault keeps its round trip from PostgreSQL (which runs a

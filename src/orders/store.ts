@@ -176,6 +176,28 @@ async function writeRow<Row extends object = { id: string }>(
   return row;
 }
 
+/**
+ * A transition's writes: its row's statement (writeRow) and its other effects (performEffects), the first
+ * of which is sent behind that statement without waiting for its answer, one round trip fewer a
+ * transition (the pool's sessions pipeline). The effects never depend on the answer, and PostgreSQL runs
+ * them after the statement, so they see the row it wrote. When the statement writes no row, the effects
+ * are written all the same, and the caller fails its transaction. Returns once every statement sent here
+ * is answered, so none runs after the caller has moved on.
+ */
+async function writeTransition<Row extends object = { id: string }>(
+  tx: PoolClient,
+  ports: OrderEffectPorts,
+  statement: OrderRowStatement,
+  effects: OrderEffect[],
+  order: { id: string; partnerId: string; partnerUserRef: string; status: OrderStatus; version: number },
+): Promise<Row | undefined> {
+  // writeRow sends its statement before its first await: it is on the wire ahead of every effect.
+  const [written, performed] = await Promise.allSettled([writeRow<Row>(tx, ports, statement, effects, order), performEffects(tx, ports, order, effects)]);
+  if (written.status === "rejected") throw written.reason;
+  if (performed.status === "rejected") throw performed.reason;
+  return written.value;
+}
+
 function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] {
   return actions.filter((action) => !action.type.startsWith("xstate.")) as OrderEffect[];
 }
@@ -185,9 +207,9 @@ function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] 
  * (`RETURNING id` and whatever else the caller reads back) given the initial snapshot and status to store,
  * and the row, its CREATED timeline entry and `order.created` (same statement) and the deposit timer are
  * written together. The row is written once, already in its first state: an INSERT then an UPDATE of the
- * status would write every index of the order twice. Returns the row as inserted; undefined, and nothing
- * but the statement's own writes done, when the INSERT inserted no row (its condition, such as a quote
- * consumed in `before`, did not hold).
+ * status would write every index of the order twice. Returns the row as inserted; undefined when the
+ * INSERT inserted no row (its condition, such as a quote consumed in `before`, did not hold), and the
+ * caller then rolls its transaction back: the timer was written all the same (writeTransition).
  */
 export async function insertOrderWithActor<Row extends object>(
   tx: PoolClient,
@@ -199,10 +221,7 @@ export async function insertOrderWithActor<Row extends object>(
   const status = snapshot.value as OrderStatus;
   const effects = effectsOf(actions);
   const statement = insertOrder({ snapshot: JSON.stringify({ value: status, context: snapshot.context }), status });
-  const row = await writeRow<Row>(tx, ports, statement, effects, { ...order, status });
-  if (!row) return undefined;
-  await performEffects(tx, ports, { ...order, status, version: 1 }, effects);
-  return row;
+  return writeTransition<Row>(tx, ports, statement, effects, { ...order, status, version: 1 });
 }
 
 /**
@@ -250,8 +269,7 @@ export async function applyOrderEvent(
     }
     const update = { text: `UPDATE orders SET ${sets.join(", ")} WHERE id = $1 AND version = $2 RETURNING id`, values };
     const order = { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status };
-    if (!(await writeRow(tx, ports, update, effects, order))) throw new Error(`order ${orderId} changed under its lock`);
-    await performEffects(tx, ports, { id: orderId, partnerId: row.partner_id, partnerUserRef: row.partner_user_ref, status, version }, effects);
+    if (!(await writeTransition(tx, ports, update, effects, { ...order, version }))) throw new Error(`order ${orderId} changed under its lock`);
     return { orderId, changed: true, status, version, replayed: false };
   };
   return options.tx ? run(options.tx) : withTransaction(pool, run);

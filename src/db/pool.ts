@@ -166,6 +166,18 @@ async function enclosed<T>(
 }
 
 /**
+ * Waits for statements a caller sent on one session without waiting for each other's answers (its sessions
+ * pipeline, so each goes on the wire as it is asked for and PostgreSQL runs them in that order): one
+ * round trip for all. Settles only once every one is answered, so none is still to run when the caller
+ * moves on (commits, rolls back, hands the session back); then throws the first failure, in their order.
+ */
+export async function allAnswered<T extends readonly unknown[]>(sent: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(sent);
+  for (const outcome of settled) if (outcome.status === "rejected") throw outcome.reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/**
  * Runs `work` in one transaction: every state change and the events it causes commit together or not at
  * all. Inside a unit of work on `pool` it is a savepoint of the unit's transaction instead.
  */

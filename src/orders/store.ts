@@ -1,5 +1,5 @@
 import type { Pool, PoolClient, Queryable } from "../db/pool.ts";
-import { prepared, withTransaction } from "../db/pool.ts";
+import { allAnswered, prepared, withTransaction } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import { initialOrderTransition, orderMachine, transitionOrder, type ChainAction, type DisputeOutcome, type EventType, type OrderContext, type OrderEffect, type OrderEvent, type OrderStatus, type TimerKind } from "./machine.ts";
 import { PermanentError } from "../domain/errors.ts";
@@ -181,8 +181,7 @@ async function writeRow<Row extends object = { id: string }>(
  * of which is sent behind that statement without waiting for its answer, one round trip fewer a
  * transition (the pool's sessions pipeline). The effects never depend on the answer, and PostgreSQL runs
  * them after the statement, so they see the row it wrote. When the statement writes no row, the effects
- * are written all the same, and the caller fails its transaction. Returns once every statement sent here
- * is answered, so none runs after the caller has moved on.
+ * are written all the same, and the caller fails its transaction.
  */
 async function writeTransition<Row extends object = { id: string }>(
   tx: PoolClient,
@@ -192,10 +191,8 @@ async function writeTransition<Row extends object = { id: string }>(
   order: { id: string; partnerId: string; partnerUserRef: string; status: OrderStatus; version: number },
 ): Promise<Row | undefined> {
   // writeRow sends its statement before its first await: it is on the wire ahead of every effect.
-  const [written, performed] = await Promise.allSettled([writeRow<Row>(tx, ports, statement, effects, order), performEffects(tx, ports, order, effects)]);
-  if (written.status === "rejected") throw written.reason;
-  if (performed.status === "rejected") throw performed.reason;
-  return written.value;
+  const [row] = await allAnswered([writeRow<Row>(tx, ports, statement, effects, order), performEffects(tx, ports, order, effects)]);
+  return row;
 }
 
 function effectsOf(actions: { type: string; params: unknown }[]): OrderEffect[] {

@@ -1,6 +1,6 @@
 import type { Address, PublicClient } from "viem";
 import { escrowAbi } from "../chain/escrow-abi.ts";
-import type { Pool, PoolClient } from "../db/pool.ts";
+import { allAnswered, type Pool, type PoolClient } from "../db/pool.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import { CepQueryError, type CepLookupResult, type CepPortalClient } from "../integrations/cep-portal.ts";
 import { verifyCepConcept, verifyCepReceipt, type CepReceipt } from "../integrations/cep-receipt.ts";
@@ -229,8 +229,11 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
     await settle(async (tx) => {
       // Two orders verifying the same payment at once take turns here; the second sees the first's row.
       // orders.cep_hash is UNIQUE besides, so a CEP can settle one order whatever happens.
-      await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`cep:${receipt.cepHash}`]);
-      const used = await tx.query("SELECT 1 FROM orders WHERE cep_hash = $1 AND id <> $2", [receipt.cepHash, row.id]);
+      // The check is sent behind the lock: PostgreSQL runs it once the lock is granted.
+      const [, used] = await allAnswered([
+        tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`cep:${receipt.cepHash}`]),
+        tx.query("SELECT 1 FROM orders WHERE cep_hash = $1 AND id <> $2", [receipt.cepHash, row.id]),
+      ]);
       const at = now();
       if (used.rowCount) {
         outcome = { kind: "rejected", reason: "CEP_ALREADY_USED", message: "This payment's CEP has already been used for another order." };

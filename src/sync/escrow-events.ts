@@ -4,7 +4,7 @@ import { eventTable, INDEXER_TABLES, indexerTablesMissing, qualifiedTable, readI
 import { disputeOutcome, refundReason } from "../chain/escrow-abi.ts";
 import type { Pool, PoolClient } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
-import { prepared, withTransaction } from "../db/pool.ts";
+import { allAnswered, prepared, withTransaction } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import type { DisputeOutcome, OrderEvent, RefundReason, ReplaceableTxHash } from "../orders/machine.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
@@ -250,9 +250,9 @@ export function createEscrowEventConsumer(options: EscrowEventConsumerOptions) {
   async function applyGroup(tx: PoolClient, rows: BatchRow[]): Promise<void> {
     const gathering = ports.gatheringJobs(tx);
     for (const row of rows) await applyEvent(tx, row, gathering.ports);
-    await gathering.flush();
     const last = rows.at(-1);
-    if (last) await moveCursor(tx, last.block_number, last.log_index, last.block_hash);
+    // The jobs and the cursor do not wait for each other's answers.
+    await allAnswered([gathering.flush(), last ? moveCursor(tx, last.block_number, last.log_index, last.block_hash) : Promise.resolve()]);
   }
 
   /**

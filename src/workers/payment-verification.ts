@@ -1,5 +1,5 @@
 import type { Job } from "pg-boss";
-import { prepared, withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
+import { allAnswered, prepared, withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { samePayment, type OrderContext, type OrderStatus, type PaymentReportId } from "../orders/machine.ts";
 import type { AttemptOutcome, PaymentVerificationAttempt, PaymentVerifier } from "../payments/verification.ts";
@@ -79,11 +79,14 @@ export async function startPaymentVerificationWorker(deps: { boss: PgBoss; pool:
     withTransaction(pool, async (tx) => {
       const before = await readOrder(tx, job.data.orderId, true);
       const retried = before ? await work(tx) : undefined;
-      const after = await readOrder(tx, job.data.orderId, true);
+      // The completion does not wait for the read's answer: both in one round trip.
+      const [after, completion] = await allAnswered([
+        readOrder(tx, job.data.orderId, true),
+        boss.complete(PAYMENT_VERIFY_QUEUE, { id: job.id, retryCount: job.retryCount }, null, inTransaction(tx)) as Promise<{ affected?: number }>,
+      ]);
+      if (completion.affected !== 1) throw new AttemptLostError(`verification job ${job.id}/${job.retryCount} is no longer held`);
       const kept = carried.map((entry) => (retried && samePayment(entry, retried) ? retried : entry));
       const progress = progressOf(after?.verifying ?? [], kept, now());
-      const completion = (await boss.complete(PAYMENT_VERIFY_QUEUE, { id: job.id, retryCount: job.retryCount }, null, inTransaction(tx))) as { affected?: number };
-      if (completion.affected !== 1) throw new AttemptLostError(`verification job ${job.id}/${job.retryCount} is no longer held`);
       if (progress.length === 0) return;
       const startAfter = new Date(Math.min(...progress.map((entry) => Date.parse(entry.dueAt))));
       await boss.send(PAYMENT_VERIFY_QUEUE, { orderId: job.data.orderId, progress } satisfies PaymentVerificationJob, {

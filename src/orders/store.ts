@@ -224,14 +224,16 @@ export async function insertOrderWithActor<Row extends object>(
 /**
  * Applies one event to one order: the row is locked (so no two instances apply events to one order at
  * once), the snapshot restored, the machine consulted, and the new snapshot, its version and every
- * effect written in one transaction. `chainEvent` makes an on-chain event apply at most once.
+ * effect written in one transaction. `chainEvent` makes an on-chain event apply at most once. `guard` sees
+ * the order as locked, before the machine: a rule outside the machine checked under the same lock (a cap
+ * on reports being verified, say), whose throw leaves the order unchanged.
  */
 export async function applyOrderEvent(
   pool: Pool,
   ports: OrderEffectPorts,
   orderId: string,
   event: OrderEvent,
-  options: { chainEvent?: ChainEventMark; tx?: PoolClient } = {},
+  options: { chainEvent?: ChainEventMark; tx?: PoolClient; guard?: (snapshot: ActorRow["machine_snapshot"]) => void } = {},
 ): Promise<AppliedTransition> {
   const run = async (tx: PoolClient): Promise<AppliedTransition> => {
     // The row lock and, for an on-chain event, its once-only mark in one round trip: a mark already there
@@ -251,6 +253,7 @@ export async function applyOrderEvent(
     if (!row) throw new PermanentError(`order ${orderId} does not exist`);
     const unchanged = { orderId, changed: false, status: row.machine_snapshot.value, version: row.version, replayed: !row.fresh };
     if (!row.fresh) return unchanged;
+    options.guard?.(row.machine_snapshot);
     const current = orderMachine.resolveState(row.machine_snapshot);
     const [next, actions] = transitionOrder(current, event);
     const effects = effectsOf(actions);

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { recoverMessageSigner } from "../chain/secp256k1.ts";
-import { withTransaction, type Pool } from "../db/pool.ts";
+import type { Pool } from "../db/pool.ts";
 import { InvalidSignatureError, InvalidStateError, RateLimitedError, ValidationError } from "../domain/errors.ts";
 import { money } from "../domain/money.ts";
 import { findParticipantByClabePrefix, findParticipantByCode, type SpeiParticipant } from "../domain/spei-participants.ts";
@@ -165,14 +165,19 @@ export async function reportPayment(
     },
   });
 
-  const applied = await withTransaction(pool, async (tx) => {
-    // Counted under the order's row lock, so concurrent reports cannot pass the cap together.
-    const { rows: locked } = await tx.query<SnapshotRow>("SELECT status, machine_snapshot, cep_tracking_key FROM orders WHERE id = $1 FOR NO KEY UPDATE", [row.id]);
-    const context = locked[0]!.machine_snapshot.context;
-    const verifying = locked[0]!.status === "LOCKED" ? (context.verifyingPayments ?? []) : [];
-    if (verifying.length >= MAX_REPORTS_UNDER_VERIFICATION && !paymentBeingVerified(context, report)) throw tooManyReports();
-    return applyOrderEvent(pool, ports, row.id, { type: "PAYMENT_REPORTED", ...report, at: new Date().toISOString() }, { tx });
-  });
+  // Counted under the order's row lock (the transition's guard), so concurrent reports cannot pass the cap together.
+  const applied = await applyOrderEvent(
+    pool,
+    ports,
+    row.id,
+    { type: "PAYMENT_REPORTED", ...report, at: new Date().toISOString() },
+    {
+      guard: ({ value: status, context }) => {
+        const verifying = status === "LOCKED" ? (context.verifyingPayments ?? []) : [];
+        if (verifying.length >= MAX_REPORTS_UNDER_VERIFICATION && !paymentBeingVerified(context, report)) throw tooManyReports();
+      },
+    },
+  );
   if (applied.changed) return view(applied.status, "PENDING");
 
   // The machine changed nothing: a repeat of a report it already has, or the wrong state.

@@ -1,5 +1,5 @@
 import type { JobInsert } from "pg-boss";
-import type { Queryable } from "../db/pool.ts";
+import { allAnswered, type Queryable } from "../db/pool.ts";
 import { inTransaction, type PgBoss } from "./boss.ts";
 
 /** Job writes inside the caller's transaction: each job exists if and only if that transaction commits. */
@@ -28,8 +28,9 @@ type Write = { kind: "insert"; queue: string; jobs: JobInsert[] } | { kind: "del
  * Writes held back until `flush`, which the caller awaits before its transaction commits: many
  * transitions applied in one transaction (a block's escrow events) then write their timers and deliveries
  * in one statement a queue, not one a job. Writes to distinct job ids commute (a job without an id is new),
- * so they are gathered by queue, inserts before deletes; when one id is both inserted and deleted, the
- * writes keep their order (runs of one kind and queue still go together).
+ * so they are gathered by queue, inserts before deletes, and sent together, each without waiting for the
+ * one before (one round trip on a pipelining session); when one id is both inserted and deleted, the
+ * writes keep their order (runs of one kind and queue still go together) and each waits for the one before.
  */
 export function gatheredJobWrites(boss: PgBoss, tx: Queryable): JobWrites & { flush(): Promise<void> } {
   let pending: Write[] = [];
@@ -44,15 +45,15 @@ export function gatheredJobWrites(boss: PgBoss, tx: Queryable): JobWrites & { fl
       const writes = pending;
       pending = [];
       const now = jobWritesAtOnce(boss, tx);
-      for (const write of gathered(writes)) {
-        if (write.kind === "insert") await now.insert(write.queue, write.jobs);
-        else await now.delete(write.queue, write.ids);
-      }
+      const send = (write: Write) => (write.kind === "insert" ? now.insert(write.queue, write.jobs) : now.delete(write.queue, write.ids));
+      const { runs, commute } = gathered(writes);
+      if (commute) await allAnswered(runs.map(send));
+      else for (const run of runs) await send(run);
     },
   };
 }
 
-function gathered(writes: Write[]): Write[] {
+function gathered(writes: Write[]): { runs: Write[]; commute: boolean } {
   const key = (queue: string, id: string) => `${queue}\u0000${id}`;
   const inserted = new Set(writes.flatMap((write) => (write.kind === "insert" ? write.jobs.flatMap((job) => (job.id ? [key(write.queue, job.id)] : [])) : [])));
   const commute = !writes.some((write) => write.kind === "delete" && write.ids.some((id) => inserted.has(key(write.queue, id))));
@@ -64,7 +65,7 @@ function gathered(writes: Write[]): Write[] {
     else if (last?.kind === "delete" && write.kind === "delete" && last.queue === write.queue) last.ids.push(...write.ids);
     else runs.push(write.kind === "insert" ? { ...write, jobs: [...write.jobs] } : { ...write, ids: [...write.ids] });
   }
-  return runs.map((run) => (run.kind === "insert" ? { ...run, jobs: withoutRepeatedIds(run.jobs) } : { ...run, ids: [...new Set(run.ids)] }));
+  return { runs: runs.map((run) => (run.kind === "insert" ? { ...run, jobs: withoutRepeatedIds(run.jobs) } : { ...run, ids: [...new Set(run.ids)] })), commute };
 }
 
 /** pg-boss refuses an insert naming one id twice; the first wins, as a second insert of it would be skipped. */

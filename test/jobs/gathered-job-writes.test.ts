@@ -24,15 +24,26 @@ after(async () => {
 const later = () => new Date(Date.now() + 3_600_000);
 const uuid = () => crypto.randomUUID();
 
-/** Runs `work` in a transaction on a session whose statements are counted. */
-async function inCountedTransaction(work: (tx: Queryable, statements: () => number) => Promise<void>): Promise<void> {
+/**
+ * Runs `work` in a transaction on a session whose statements are counted, with the most of them asked for
+ * at once (each asked for before the one before it was answered).
+ */
+async function inCountedTransaction(work: (tx: Queryable, statements: () => number, mostAtOnce: () => number) => Promise<void>): Promise<void> {
   const client = await pool.connect();
   let count = 0;
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  const tx = { query: (...args: unknown[]) => ((count += 1), query(...args)) } as Queryable;
+  let inFlight = 0;
+  let most = 0;
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const tx = {
+    query: (...args: unknown[]) => {
+      count += 1;
+      most = Math.max(most, (inFlight += 1));
+      return query(...args).finally(() => (inFlight -= 1));
+    },
+  } as Queryable;
   try {
     await client.query("BEGIN");
-    await work(tx, () => count);
+    await work(tx, () => count, () => most);
     await client.query("COMMIT");
   } catch (error) {
     await client.query("ROLLBACK");
@@ -52,7 +63,7 @@ test("gathered job writes reach the database only at the flush, in one statement
   await jobWritesAtOnce(boss, pool).insert(ORDER_TIMER_QUEUE, cancelled.map((id) => ({ id, data: { n: id }, startAfter: later() })));
   const timers = [uuid(), uuid(), uuid()];
   const deliveries = [uuid(), uuid(), uuid()];
-  await inCountedTransaction(async (tx, statements) => {
+  await inCountedTransaction(async (tx, statements, mostAtOnce) => {
     const writes = gatheredJobWrites(boss, tx);
     for (const [n, timer] of timers.entries()) {
       await writes.insert(DELIVERY_QUEUE, [{ id: deliveries[n]!, data: { deliveryId: `whd_${n}`, series: 1, attempt: 1 } }]);
@@ -62,6 +73,7 @@ test("gathered job writes reach the database only at the flush, in one statement
     assert.equal(statements(), 0, "nothing is written before the flush");
     await writes.flush();
     assert.equal(statements(), 3, "one insert a queue, one delete");
+    assert.equal(mostAtOnce(), 3, "writes of distinct ids are sent together, none waiting for another's answer");
   });
   assert.deepEqual(await queued(ORDER_TIMER_QUEUE, [...timers, ...cancelled]), [...timers].sort());
   assert.deepEqual(await queued(DELIVERY_QUEUE, deliveries), [...deliveries].sort());
@@ -71,13 +83,14 @@ test("a job cancelled and queued again under the same id in one flush stays queu
   const requeued = uuid();
   const dropped = uuid();
   await jobWritesAtOnce(boss, pool).insert(ORDER_TIMER_QUEUE, [{ id: requeued, data: {}, startAfter: later() }]);
-  await inCountedTransaction(async (tx) => {
+  await inCountedTransaction(async (tx, _statements, mostAtOnce) => {
     const writes = gatheredJobWrites(boss, tx);
     await writes.delete(ORDER_TIMER_QUEUE, [requeued]);
     await writes.insert(ORDER_TIMER_QUEUE, [{ id: requeued, data: { again: true }, startAfter: later() }]);
     await writes.insert(ORDER_TIMER_QUEUE, [{ id: dropped, data: {}, startAfter: later() }]);
     await writes.delete(ORDER_TIMER_QUEUE, [dropped]);
     await writes.flush();
+    assert.equal(mostAtOnce(), 1, "writes that must keep their order each wait for the one before");
   });
   assert.deepEqual(await queued(ORDER_TIMER_QUEUE, [requeued, dropped]), [requeued]);
   const { rows } = await pool.query<{ data: { again?: boolean } }>("SELECT data FROM pgboss.job WHERE id = $1", [requeued]);

@@ -35,7 +35,8 @@ const IDLE_MS = 10_000;
  * 104-105 after each transition's partner events were recorded in the statement that writes the order's row,
  * 87 after the delivery claim lost its transaction, the event consumer its order lookup and the delivery
  * queue its second fetcher (stop 37), 86 by stop 66; 75 once each transaction's BEGIN and each
- * transition's first effect went on the wire behind the statement before them (pipelined sessions, stop 67);
+ * transition's first effect went on the wire behind the statement before them (pipelined sessions, stop 67),
+ * 65-69 once a few more statements went with the one before them and gathered job writes went together;
  * statements parsed 100 a trade before the hot ones were prepared, 38 after, 42 with the delivery worker's
  * array statements planned at each call again (src/db/pool.ts).
  */

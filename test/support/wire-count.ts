@@ -1,10 +1,10 @@
 // Counting fronts for what a service sends over the wire: a TCP front for PostgreSQL that counts the
 // statements run (a simple Query, or an extended-protocol Sync) and the round trips (statements sent while
 // none before them waits for its answer: a session that pipelines sends several in one), labelled by
-// statement, and the statements parsed (a named prepared statement once per session, an unnamed one at every call), and an HTTP front
-// for a JSON-RPC node that counts HTTP requests and the calls in them by method. Used to
-// measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts), where a CPU
-// profile only shows socket writes. The PostgreSQL front can also fail one round trip on purpose, the two
+// statement, and the statements parsed (a named prepared statement once per session, an unnamed one at
+// every call), and an HTTP front for a JSON-RPC node that counts HTTP requests and the calls in them by
+// method. Used to measure what one trade costs in round trips (test/orders/trade-round-trips.test.ts),
+// where a CPU profile only shows socket writes. The PostgreSQL front can also fail one round trip on purpose, the two
 // ways a connection lost at a commit looks the same to its caller: a commit PostgreSQL ran but whose
 // answer never came back (`loseAnswer`; test/indexer/indexer.test.ts, test/http/idempotency.test.ts), and
 // a commit that never reached it (`cutBefore`; test/indexer/indexer.test.ts).

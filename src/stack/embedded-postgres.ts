@@ -269,60 +269,97 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, opt
   const fresh = !isCluster(databaseDir);
   if (fresh) await initialise(nativeDir, databaseDir, ids);
 
-  const port = options.port ?? (await freePort(54329));
-  const serverUrl = (database: string) => `postgres://${USER}:${PASSWORD}@${encodeURIComponent(SOCKET_DIR)}:${port}/${database}`;
-  const args = ["-D", databaseDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${SOCKET_DIR}`];
-  const child: ChildProcess = spawn(path.join(nativeDir, "bin", "postgres"), args, {
-    ...ids,
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, LC_ALL: "C" },
-  });
-  let exited = child.exitCode !== null;
-  // Never leave the server behind when this process exits without stop(); a server that died (the chaos
-  // harness SIGKILLs it, then starts another on the same data) takes its exit hook with it.
-  const killOnExit = () => child.kill("SIGINT");
-  process.once("exit", killOnExit);
-  const exit = new Promise<void>((resolve) =>
-    child.once("exit", () => {
-      exited = true;
-      process.removeListener("exit", killOnExit);
-      resolve();
-    }),
-  );
-  const recent: string[] = [];
-  child.stderr!.on("data", (chunk: Buffer) => {
-    for (const line of chunk.toString().split("\n").filter(Boolean)) {
-      recent.push(line);
-      if (recent.length > 20) recent.shift();
-      logger.debug({ postgres: line.trim() }, "embedded postgres");
-    }
-  });
-  const stop = async () => {
-    process.removeListener("exit", killOnExit);
-    if (exited) return;
-    child.kill("SIGINT"); // fast shutdown: sessions are ended, the data is checkpointed
-    await exit;
-  };
-
-  try {
-    const deadline = Date.now() + 60_000;
-    while (!(await connectable(serverUrl("postgres")))) {
-      if (exited) throw new Error(`the embedded PostgreSQL exited during start-up: ${recent.join("\n")}`);
-      if (Date.now() > deadline) throw new Error(`the embedded PostgreSQL did not accept connections within 60 s: ${recent.join("\n")}`);
-      await sleep(100);
-    }
-    const client = new pg.Client({ connectionString: serverUrl("postgres") });
-    await client.connect();
+  // Without a fixed port, a start that lost its port to another server starting at the same moment (test
+  // files run side by side, each asking for a free one) tries again on another.
+  for (let attempt = 1; ; attempt += 1) {
+    const port = options.port ?? (await freePort(attempt === 1 ? 54329 : 0));
     try {
-      const { rowCount } = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [DATABASE]);
-      if (rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
-    } finally {
-      await client.end();
+      const started = await launch(port);
+      logger.info({ databaseDir, port, nativeDir }, "embedded PostgreSQL started");
+      return started;
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || options.port !== undefined || attempt >= 5) throw error;
+      logger.warn({ port }, "the embedded PostgreSQL's port was taken meanwhile; starting on another");
     }
-  } catch (error) {
-    await stop();
-    throw error;
   }
-  logger.info({ databaseDir, port, nativeDir }, "embedded PostgreSQL started");
-  return { url: serverUrl(DATABASE), databaseDir, stop };
+
+  async function launch(port: number): Promise<EmbeddedDatabase> {
+    const serverUrl = (database: string) => `postgres://${USER}:${PASSWORD}@${encodeURIComponent(SOCKET_DIR)}:${port}/${database}`;
+    const args = ["-D", databaseDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${SOCKET_DIR}`];
+    const child: ChildProcess = spawn(path.join(nativeDir, "bin", "postgres"), args, {
+      ...ids,
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, LC_ALL: "C" },
+    });
+    let exited = child.exitCode !== null;
+    // Never leave the server behind when this process exits without stop(); a server that died (the chaos
+    // harness SIGKILLs it, then starts another on the same data) takes its exit hook with it.
+    const killOnExit = () => child.kill("SIGINT");
+    process.once("exit", killOnExit);
+    const exit = new Promise<void>((resolve) =>
+      child.once("exit", () => {
+        exited = true;
+        process.removeListener("exit", killOnExit);
+        resolve();
+      }),
+    );
+    const recent: string[] = [];
+    child.stderr!.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) {
+        recent.push(line);
+        if (recent.length > 20) recent.shift();
+        logger.debug({ postgres: line.trim() }, "embedded postgres");
+      }
+    });
+    const stop = async () => {
+      process.removeListener("exit", killOnExit);
+      if (exited) return;
+      child.kill("SIGINT"); // fast shutdown: sessions are ended, the data is checkpointed
+      await exit;
+    };
+
+    try {
+      const deadline = Date.now() + 60_000;
+      // Until this server answers: another one on the same port (which took it first) is not it.
+      while ((await dataDirectoryAt(serverUrl("postgres"))) !== databaseDir) {
+        if (exited) {
+          const reason = recent.join("\n");
+          throw PORT_TAKEN.test(reason) ? new PortTakenError(`port ${port}: ${reason}`) : new Error(`the embedded PostgreSQL exited during start-up: ${reason}`);
+        }
+        if (Date.now() > deadline) throw new Error(`the embedded PostgreSQL did not accept connections within 60 s: ${recent.join("\n")}`);
+        await sleep(100);
+      }
+      const client = new pg.Client({ connectionString: serverUrl("postgres") });
+      await client.connect();
+      try {
+        const { rowCount } = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [DATABASE]);
+        if (rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+      } finally {
+        await client.end();
+      }
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+    return { url: serverUrl(DATABASE), databaseDir, stop };
+  }
+}
+
+/** What a server that could not take its port (TCP or Unix-domain socket) says before it exits. */
+const PORT_TAKEN = /Address already in use|could not create lock file|lock file .* already exists/;
+
+class PortTakenError extends Error {}
+
+/** The data directory of the PostgreSQL server answering at `url`, or undefined when none answers. */
+async function dataDirectoryAt(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    return (await client.query<{ data_directory: string }>("SHOW data_directory")).rows[0]!.data_directory;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

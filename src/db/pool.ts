@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
+import type net from "node:net";
 import pg from "pg";
 
 export type Pool = pg.Pool;
@@ -82,7 +83,10 @@ export function createPool(connectionString: string, max = 10, logger?: { warn(d
   // A session in use (a transaction, a claim, a LISTEN) whose connection is cut (the database killed or
   // restarted) also emits 'error'; the pool listens only while it is idle, and an unheard 'error' would
   // take the process down. Its queries fail on their own, and a broken session is dropped at release.
-  pool.on("connect", (client) => client.on("error", (error) => logger?.warn({ err: error }, "database session lost while in use")));
+  pool.on("connect", (client) => {
+    client.on("error", (error) => logger?.warn({ err: error }, "database session lost while in use"));
+    writeOncePerTurn(client);
+  });
   // Inside a unit of work on this pool, its queries run in the unit's transaction (see inUnitOfWork).
   const direct = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   pool.query = ((...args: unknown[]) => {
@@ -91,6 +95,31 @@ export function createPool(connectionString: string, max = 10, logger?: { warn(d
   }) as typeof pool.query;
   unitAware.add(pool);
   return pool;
+}
+
+/**
+ * What a session is asked to send in one turn of the event loop goes out in one write. node-postgres
+ * writes each statement as it is asked for, so a transaction's BEGIN and its first statement, or the
+ * statements sent together for allAnswered, were a system call each for the service and as many reads
+ * for PostgreSQL's backend. The socket is corked at the turn's first write and uncorked once the turn's
+ * code (its promise callbacks included) has run.
+ */
+function writeOncePerTurn(client: pg.PoolClient): void {
+  const stream = (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
+  const write = stream.write;
+  let corked = false;
+  const flush = () => {
+    corked = false;
+    stream.uncork();
+  };
+  stream.write = function (this: typeof stream, ...args: Parameters<typeof write>) {
+    if (!corked) {
+      corked = true;
+      stream.cork();
+      process.nextTick(flush);
+    }
+    return write.apply(this, args);
+  } as typeof write;
 }
 
 /** One request's transaction on a session it holds, standing in for `pool` while `work` runs. */

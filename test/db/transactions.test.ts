@@ -1,10 +1,12 @@
 // The service's transactions (src/db/pool.ts `withTransaction`) on pipelined sessions: BEGIN goes on the
-// wire with the first statement instead of a round trip of its own, and still nothing runs outside the
-// transaction when it fails; a session whose rollback failed never goes back to the pool. Counted on the
-// wire by the test fronts (test/support/wire-count.ts), on a database of the test's own.
+// wire with the first statement instead of a round trip of its own, in the same write, and still nothing
+// runs outside the transaction when it fails; a session whose rollback failed never goes back to the pool.
+// Counted on the wire by the test fronts (test/support/wire-count.ts), and the session's socket writes
+// counted where the session makes them, on a database of the test's own.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { createPool, withTransaction, type Pool } from "../../src/db/pool.ts";
+import type net from "node:net";
+import { allAnswered, createPool, withTransaction, type Pool, type PoolClient } from "../../src/db/pool.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { startPgFront, type PgFront } from "../support/wire-count.ts";
 
@@ -24,6 +26,23 @@ after(async () => {
   await database?.drop();
 });
 
+/**
+ * Counts the writes `session`'s socket makes (each a system call for the service and a wake-up for
+ * PostgreSQL): a stream's `_write` or, for several chunks let out at once, `_writev`.
+ */
+function countWrites(session: PoolClient): { readonly count: number } {
+  const socket = (session as unknown as { connection: { stream: net.Socket } }).connection.stream as net.Socket & Record<"_write" | "_writev", (...args: unknown[]) => unknown>;
+  const counter = { count: 0 };
+  for (const method of ["_write", "_writev"] as const) {
+    const original = socket[method];
+    socket[method] = function (this: net.Socket, ...args: unknown[]) {
+      counter.count += 1;
+      return original.apply(this, args);
+    };
+  }
+  return counter;
+}
+
 async function entries(): Promise<number[]> {
   const { rows } = await pool.query<{ id: number }>("SELECT id FROM entries ORDER BY id");
   return rows.map((row) => row.id);
@@ -37,6 +56,33 @@ test("a transaction's BEGIN travels with its first statement: one statement and 
   assert.equal(front.roundTrips.total, 2);
   assert.deepEqual([...front.roundTrips.by.keys()], ["BEGIN", "COMMIT"]);
   assert.deepEqual(await entries(), [1]);
+});
+
+test("a transaction's BEGIN and its first statement leave in one write, its COMMIT in another", async () => {
+  const session = await pool.connect();
+  const writes = countWrites(session);
+  session.release();
+  try {
+    await withTransaction(pool, (tx) => tx.query("INSERT INTO entries VALUES ($1)", [11]));
+    assert.equal(writes.count, 2);
+  } finally {
+    await pool.query("DELETE FROM entries WHERE id = 11");
+  }
+});
+
+test("statements sent together on a session leave in one write", async () => {
+  const session = await pool.connect();
+  try {
+    const writes = countWrites(session);
+    const [first, second, third] = await allAnswered([session.query("SELECT 1 AS n"), session.query("SELECT $1::int AS n", [2]), session.query("SELECT $1::int AS n", [3])]);
+    assert.deepEqual([first.rows[0].n, second.rows[0].n, third.rows[0].n], [1, 2, 3]);
+    assert.equal(writes.count, 1);
+    // A statement sent after the answers came back is a write of its own.
+    await session.query("SELECT 4");
+    assert.equal(writes.count, 2);
+  } finally {
+    session.release();
+  }
 });
 
 test("a transaction whose work fails leaves nothing it wrote", async () => {

@@ -97,6 +97,11 @@ export function createPool(connectionString: string, max = 10, logger?: { warn(d
   return pool;
 }
 
+/** The socket a session writes its statements to (node-postgres keeps it on the client's connection). */
+export function sessionSocket(client: pg.PoolClient): net.Socket {
+  return (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
+}
+
 /**
  * What a session is asked to send in one turn of the event loop goes out in one write. node-postgres
  * writes each statement as it is asked for, so a transaction's BEGIN and its first statement, or the
@@ -105,7 +110,7 @@ export function createPool(connectionString: string, max = 10, logger?: { warn(d
  * code (its promise callbacks included) has run.
  */
 function writeOncePerTurn(client: pg.PoolClient): void {
-  const stream = (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
+  const stream = sessionSocket(client);
   const write = stream.write;
   let corked = false;
   const flush = () => {

@@ -240,19 +240,28 @@ async function initialise(nativeDir: string, databaseDir: string, ids: Ids | und
   }
 }
 
-/** Whether a PostgreSQL server answers a query at `url` (within 2 s to connect). */
-export async function connectable(url: string): Promise<boolean> {
+/** `ask`'s answer from the PostgreSQL server at `url` (within 2 s to connect), or undefined when none answers. */
+async function askServer<T>(url: string, ask: (client: pg.Client) => Promise<T>): Promise<T | undefined> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
   client.on("error", () => undefined);
   try {
     await client.connect();
-    await client.query("SELECT 1");
-    return true;
+    return await ask(client);
   } catch {
-    return false;
+    return undefined;
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** Whether a PostgreSQL server answers a query at `url` (within 2 s to connect). */
+export async function connectable(url: string): Promise<boolean> {
+  return (await askServer(url, (client) => client.query("SELECT 1"))) !== undefined;
+}
+
+/** The data directory of the PostgreSQL server answering at `url`, or undefined when none answers. */
+export function dataDirectoryAt(url: string): Promise<string | undefined> {
+  return askServer(url, async (client) => (await client.query<{ data_directory: string }>("SHOW data_directory")).rows[0]!.data_directory);
 }
 
 /**
@@ -349,17 +358,3 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger, opt
 const PORT_TAKEN = /Address already in use|could not create lock file|lock file .* already exists/;
 
 class PortTakenError extends Error {}
-
-/** The data directory of the PostgreSQL server answering at `url`, or undefined when none answers. */
-async function dataDirectoryAt(url: string): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    return (await client.query<{ data_directory: string }>("SHOW data_directory")).rows[0]!.data_directory;
-  } catch {
-    return undefined;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}

@@ -6,9 +6,8 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
-import pg from "pg";
 import { createLogger } from "../../src/logger.ts";
-import { startEmbeddedPostgres, type EmbeddedDatabase } from "../../src/stack/embedded-postgres.ts";
+import { dataDirectoryAt, startEmbeddedPostgres, type EmbeddedDatabase } from "../../src/stack/embedded-postgres.ts";
 
 const started: EmbeddedDatabase[] = [];
 const work: string[] = [];
@@ -16,16 +15,6 @@ after(async () => {
   await Promise.all(started.map((server) => server.stop()));
   await Promise.all(work.map((dir) => rm(dir, { recursive: true, force: true })));
 });
-
-async function dataDirectory(url: string): Promise<string> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<{ data_directory: string }>("SHOW data_directory")).rows[0]!.data_directory;
-  } finally {
-    await client.end();
-  }
-}
 
 test("two embedded servers started at once each answer on a port of their own, from their own data", async () => {
   const dirs = await Promise.all(
@@ -39,5 +28,5 @@ test("two embedded servers started at once each answer on a port of their own, f
   const servers = await Promise.all(dirs.map((dir) => startEmbeddedPostgres(path.join(dir, "data"), createLogger("silent"))));
   started.push(...servers);
   assert.notEqual(new URL(servers[0]!.url).port, new URL(servers[1]!.url).port);
-  for (const server of servers) assert.equal(await dataDirectory(server.url), server.databaseDir);
+  for (const server of servers) assert.equal(await dataDirectoryAt(server.url), server.databaseDir);
 });

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type net from "node:net";
-import { allAnswered, createPool, withTransaction, type Pool, type PoolClient } from "../../src/db/pool.ts";
+import { allAnswered, createPool, sessionSocket, withTransaction, type Pool, type PoolClient } from "../../src/db/pool.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { startPgFront, type PgFront } from "../support/wire-count.ts";
 
@@ -31,7 +31,7 @@ after(async () => {
  * PostgreSQL): a stream's `_write` or, for several chunks let out at once, `_writev`.
  */
 function countWrites(session: PoolClient): { readonly count: number } {
-  const socket = (session as unknown as { connection: { stream: net.Socket } }).connection.stream as net.Socket & Record<"_write" | "_writev", (...args: unknown[]) => unknown>;
+  const socket = sessionSocket(session) as net.Socket & Record<"_write" | "_writev", (...args: unknown[]) => unknown>;
   const counter = { count: 0 };
   for (const method of ["_write", "_writev"] as const) {
     const original = socket[method];

@@ -141,6 +141,20 @@ describe("CEP portal client against the simulator", () => {
     assert.ok(result.kind === "found" && result.receipt.trackingKey === trackingKey);
   });
 
+  test("among many payments, one is found by its tracking key in any case and by its reference, and generated keys never repeat", async () => {
+    const generated = Array.from({ length: 500 }, (_, n) => record({ trackingKey: undefined, reference: String(1000 + n) }).trackingKey);
+    assert.equal(new Set(generated).size, 500);
+    record({ reference: "7654321" });
+    const form = (criterio: string, tipo: string) =>
+      `tipoCriterio=${tipo}&fecha=10-03-2026&criterio=${criterio}&emisor=40012&receptor=90723&cuenta=${SELLER_CLABE}&receptorParticipante=0&monto=17250&captcha=c&tipoConsulta=1`;
+    for (const [criterio, tipo] of [["mban01002603100012345678", "T"], ["7654321", "R"], [generated[250]!, "T"], ["1250", "R"]] as const) {
+      const res = await fetch(`${cepUrl}/valida.do`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form(criterio, tipo) });
+      assert.equal(classifyPortalPage(await res.text()), "download_links", `${tipo} ${criterio}`);
+    }
+    const unknown = await fetch(`${cepUrl}/valida.do`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form("7654322", "R") });
+    assert.equal(classifyPortalPage(await unknown.text()), "not_found");
+  });
+
   test("not found: unknown key, amount one cent off, other account, other banks, other day", async () => {
     record();
     const c = client();

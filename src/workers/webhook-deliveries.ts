@@ -187,24 +187,22 @@ class DeliveryDispatcher {
   }
 
   /**
-   * One claim: the due deliveries oldest first, not those of endpoints already holding their share here,
-   * nor first attempts whose order's earlier event another process holds. Committed on its own: a process
-   * that dies after it holds its claims until their lease passes, as one that dies while sending does.
-   * Claimed deliveries that must wait (an earlier event of their order not claimed with them, their
-   * endpoint's share full) are released at once, due a little later. Returns how many rows it claimed.
+   * One claim: the due deliveries oldest first, but not first attempts whose order's earlier event another
+   * process holds. Committed on its own: a process that dies after it holds its claims until their lease
+   * passes, as one that dies while sending does. Claimed deliveries that must wait (an earlier event of
+   * their order not claimed with them, their endpoint's share full) are released at once, due later, so
+   * the due end of the table never fills with what cannot go yet. Returns how many rows it claimed.
    */
   private async claim(limit: number): Promise<number> {
-    const full = [...this.endpoints.values()].filter((endpoint) => endpoint.held >= this.holdLimit(endpoint)).map((endpoint) => endpoint.key);
     const { rows } = await this.pool.query<ClaimedRow>(
       `WITH due AS (
            SELECT d.id FROM webhook_deliveries d
             WHERE d.status = 'PENDING' AND d.claimed_by IS NULL AND d.next_attempt_at <= clock_timestamp()
-              AND d.partner_id <> ALL($3::text[])
               AND (d.first_attempted_at IS NOT NULL OR NOT EXISTS (
                      SELECT 1 FROM webhook_deliveries w
                       WHERE w.order_id = d.order_id AND w.sequence < d.sequence AND w.first_attempted_at IS NULL AND w.claimed_by <> $1))
             ORDER BY d.next_attempt_at
-            LIMIT $4
+            LIMIT $3
             FOR UPDATE OF d SKIP LOCKED
          )
          UPDATE webhook_deliveries d
@@ -217,7 +215,7 @@ class DeliveryDispatcher {
                      SELECT 1 FROM webhook_deliveries w
                       WHERE w.order_id = d.order_id AND w.sequence < d.sequence AND w.first_attempted_at IS NULL
                         AND w.claimed_by IS DISTINCT FROM $1 AND w.id NOT IN (SELECT id FROM due)) AS blocked`,
-      [this.owner, this.leaseSeconds, full, limit],
+      [this.owner, this.leaseSeconds, limit],
     );
 
     // First attempts wait for every earlier event of the order: claimed by this statement or held already
@@ -225,11 +223,17 @@ class DeliveryDispatcher {
     // `due`); one whose earlier event is not yet claimed (blocked) waits in the table.
     const deferred: { id: string; delayMs: number }[] = [];
     const deferredOrders = new Set<string>();
+    const deferredFor = new Map<Endpoint, number>();
     for (const row of [...rows].sort((a, b) => a.sequence - b.sequence)) {
       const endpoint = this.endpoint(row.partner_id);
       let delayMs: number | undefined;
       if (row.blocked || (row.first_attempt && deferredOrders.has(row.order_id))) delayMs = ORDER_WAIT_MS;
-      else if (endpoint.held >= this.holdLimit(endpoint)) delayMs = Math.min(30_000, Math.max(250, (endpoint.held / this.cap) * endpoint.averageMs));
+      else if (endpoint.held >= this.holdLimit(endpoint)) {
+        // About when the endpoint's pace reaches it: a backlog comes due again spread out, not at once.
+        const ahead = endpoint.held + (deferredFor.get(endpoint) ?? 0);
+        deferredFor.set(endpoint, (deferredFor.get(endpoint) ?? 0) + 1);
+        delayMs = Math.min(30_000, Math.max(250, (ahead / this.cap) * endpoint.averageMs));
+      }
       if (delayMs === undefined) this.admit(row);
       else {
         deferred.push({ id: row.id, delayMs });

@@ -69,6 +69,8 @@ interface Endpoint {
   held: number;
   /** Moving average of an attempt's duration, to size how much of this endpoint's backlog to hold. */
   averageMs: number;
+  /** Whether averageMs has measured an attempt yet (else it is a guess). */
+  paced: boolean;
 }
 
 interface Outcome {
@@ -114,6 +116,9 @@ const logAttemptsOf = (written: string) => `
 /** Held deliveries of an endpoint: enough for about this long of its observed pace, so a slow endpoint holds few. */
 const HOLD_SECONDS = 2;
 const INITIAL_AVERAGE_MS = 100;
+/** How long a claimed delivery its endpoint cannot take yet is put off: at least, and at most. */
+const MIN_PUT_OFF_MS = 250;
+const MAX_PUT_OFF_MS = 30_000;
 /** A claimed first attempt whose order's earlier event is not claimed yet is due again after this. */
 const ORDER_WAIT_MS = 500;
 const RECOVERY_INTERVAL_MS = 5000;
@@ -229,10 +234,11 @@ class DeliveryDispatcher {
       let delayMs: number | undefined;
       if (row.blocked || (row.first_attempt && deferredOrders.has(row.order_id))) delayMs = ORDER_WAIT_MS;
       else if (endpoint.held >= this.holdLimit(endpoint)) {
-        // About when the endpoint's pace reaches it: a backlog comes due again spread out, not at once.
+        // About when the endpoint's pace reaches it, once an attempt has measured the pace (a backlog then
+        // comes due again spread out, not at once); before that, soon, when the first answers will have.
         const ahead = endpoint.held + (deferredFor.get(endpoint) ?? 0);
         deferredFor.set(endpoint, (deferredFor.get(endpoint) ?? 0) + 1);
-        delayMs = Math.min(30_000, Math.max(250, (ahead / this.cap) * endpoint.averageMs));
+        delayMs = endpoint.paced ? Math.min(MAX_PUT_OFF_MS, Math.max(MIN_PUT_OFF_MS, (ahead / this.cap) * endpoint.averageMs)) : MIN_PUT_OFF_MS;
       }
       if (delayMs === undefined) this.admit(row);
       else {
@@ -240,7 +246,11 @@ class DeliveryDispatcher {
         if (row.first_attempt) deferredOrders.add(row.order_id);
       }
     }
-    if (deferred.length > 0) await this.defer(deferred);
+    if (deferred.length > 0) {
+      await this.defer(deferred);
+      // Looked for again when the first of them falls due, not only at the next poll.
+      setTimeout(() => this.wake(), Math.min(...deferred.map((d) => d.delayMs))).unref();
+    }
     return rows.length;
   }
 
@@ -257,7 +267,7 @@ class DeliveryDispatcher {
   private endpoint(key: string): Endpoint {
     let endpoint = this.endpoints.get(key);
     if (!endpoint) {
-      endpoint = { key, active: 0, queue: [], held: 0, averageMs: INITIAL_AVERAGE_MS };
+      endpoint = { key, active: 0, queue: [], held: 0, averageMs: INITIAL_AVERAGE_MS, paced: false };
       this.endpoints.set(key, endpoint);
     }
     return endpoint;
@@ -330,7 +340,9 @@ class DeliveryDispatcher {
     const finishedAt = new Date();
     const endpoint = held.endpoint;
     endpoint.active--;
-    endpoint.averageMs = 0.8 * endpoint.averageMs + 0.2 * Math.max(1, finishedAt.getTime() - startedAt.getTime());
+    const tookMs = Math.max(1, finishedAt.getTime() - startedAt.getTime());
+    endpoint.averageMs = endpoint.paced ? 0.8 * endpoint.averageMs + 0.2 * tookMs : tookMs;
+    endpoint.paced = true;
     held.state = "recording";
     this.outcomes.push({ held, response, startedAt, finishedAt });
     this.pump(endpoint);

@@ -69,8 +69,8 @@ interface Endpoint {
   held: number;
   /** Moving average of an attempt's duration, to size how much of this endpoint's backlog to hold. */
   averageMs: number;
-  /** Whether averageMs has measured an attempt yet (else it is a guess). */
-  paced: boolean;
+  /** Attempts averageMs has measured (none: it is a guess). */
+  measured: number;
 }
 
 interface Outcome {
@@ -234,11 +234,14 @@ class DeliveryDispatcher {
       let delayMs: number | undefined;
       if (row.blocked || (row.first_attempt && deferredOrders.has(row.order_id))) delayMs = ORDER_WAIT_MS;
       else if (endpoint.held >= this.holdLimit(endpoint)) {
-        // About when the endpoint's pace reaches it, once an attempt has measured the pace (a backlog then
-        // comes due again spread out, not at once); before that, soon, when the first answers will have.
+        // About when the endpoint's pace reaches it, once a round of attempts (its cap) has measured the pace:
+        // a backlog then comes due again spread out, not at once. Before that, soon: the first attempts on
+        // new connections are the slowest, and a pace taken from them put a fast endpoint's burst off by
+        // seconds (figure 8).
         const ahead = endpoint.held + (deferredFor.get(endpoint) ?? 0);
         deferredFor.set(endpoint, (deferredFor.get(endpoint) ?? 0) + 1);
-        delayMs = endpoint.paced ? Math.min(MAX_PUT_OFF_MS, Math.max(MIN_PUT_OFF_MS, (ahead / this.cap) * endpoint.averageMs)) : MIN_PUT_OFF_MS;
+        const paced = endpoint.measured >= this.cap;
+        delayMs = paced ? Math.min(MAX_PUT_OFF_MS, Math.max(MIN_PUT_OFF_MS, (ahead / this.cap) * endpoint.averageMs)) : MIN_PUT_OFF_MS;
       }
       if (delayMs === undefined) this.admit(row);
       else {
@@ -267,7 +270,7 @@ class DeliveryDispatcher {
   private endpoint(key: string): Endpoint {
     let endpoint = this.endpoints.get(key);
     if (!endpoint) {
-      endpoint = { key, active: 0, queue: [], held: 0, averageMs: INITIAL_AVERAGE_MS, paced: false };
+      endpoint = { key, active: 0, queue: [], held: 0, averageMs: INITIAL_AVERAGE_MS, measured: 0 };
       this.endpoints.set(key, endpoint);
     }
     return endpoint;
@@ -341,8 +344,8 @@ class DeliveryDispatcher {
     const endpoint = held.endpoint;
     endpoint.active--;
     const tookMs = Math.max(1, finishedAt.getTime() - startedAt.getTime());
-    endpoint.averageMs = endpoint.paced ? 0.8 * endpoint.averageMs + 0.2 * tookMs : tookMs;
-    endpoint.paced = true;
+    endpoint.averageMs = endpoint.measured > 0 ? 0.8 * endpoint.averageMs + 0.2 * tookMs : tookMs;
+    endpoint.measured++;
     held.state = "recording";
     this.outcomes.push({ held, response, startedAt, finishedAt });
     this.pump(endpoint);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { listenTo } from "../db/listener.ts";
-import type { Pool, Queryable } from "../db/pool.ts";
+import type { Pool } from "../db/pool.ts";
 import type { Logger } from "../logger.ts";
 import { closeWebhookConnections, postWebhook, type WebhookResponse } from "../webhooks/http-sender.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";
@@ -230,10 +230,11 @@ class DeliveryDispatcher {
     const deferredOrders = new Set<string>();
     const deferredFor = new Map<Endpoint, number>();
     for (const row of [...rows].sort((a, b) => a.sequence - b.sequence)) {
-      const endpoint = this.endpoint(row.partner_id);
       let delayMs: number | undefined;
+      // Known endpoints only: one is made for a delivery admitted, and dropped when it holds none.
+      const endpoint = this.endpoints.get(row.partner_id);
       if (row.blocked || (row.first_attempt && deferredOrders.has(row.order_id))) delayMs = ORDER_WAIT_MS;
-      else if (endpoint.held >= this.holdLimit(endpoint)) {
+      else if (endpoint && endpoint.held >= this.holdLimit(endpoint)) {
         // About when the endpoint's pace reaches it, once a round of attempts (its cap) has measured the pace:
         // a backlog then comes due again spread out, not at once. Before that, soon: the first attempts on
         // new connections are the slowest, and a pace taken from them put a fast endpoint's burst off by
@@ -394,9 +395,9 @@ class DeliveryDispatcher {
       }
       return { held, response, startedAt, finishedAt, attempt, status, nextAttemptAt };
     });
-    const recorded = await this.recordSteps(this.pool, rows);
+    const recorded = await this.recordSteps(rows);
     const others = rows.filter((r) => !recorded.has(r.held.id));
-    if (others.length > 0) await this.releaseOthers(this.pool, others);
+    if (others.length > 0) await this.releaseOthers(others);
     for (const r of rows) {
       const details = { deliveryId: r.held.id, attempt: r.attempt, status: r.status, responseStatus: r.response.status, error: r.response.errorMessage };
       if (r.response.ok) this.logger.debug(details, "webhook attempt");
@@ -405,8 +406,8 @@ class DeliveryDispatcher {
   }
 
   /** The outcomes that are still their delivery's next step, each logged with it; returns their ids. */
-  private async recordSteps(db: Queryable, rows: Step[]): Promise<Set<string>> {
-    const { rows: stepped } = await db.query<{ id: string }>(
+  private async recordSteps(rows: Step[]): Promise<Set<string>> {
+    const { rows: stepped } = await this.pool.query<{ id: string }>(
       `WITH ${OUTCOMES}, stepped AS (
          UPDATE webhook_deliveries d
             SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
@@ -426,8 +427,8 @@ class DeliveryDispatcher {
    * An operator started a new series while these attempts were on the wire: each is logged under its own
    * series and its claim released, the record staying as the redelivery set it.
    */
-  private async releaseOthers(db: Queryable, rows: Step[]): Promise<void> {
-    await db.query(
+  private async releaseOthers(rows: Step[]): Promise<void> {
+    await this.pool.query(
       `WITH ${OUTCOMES}, released AS (
          UPDATE webhook_deliveries d
             SET claimed_by = NULL, claimed_until = NULL, first_attempted_at = coalesce(d.first_attempted_at, o.finished_at)

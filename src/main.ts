@@ -40,7 +40,7 @@ import { createEscrowReconciliation, registerReconciliationMetrics, type EscrowR
 import { checkWebhookUrlSyntax } from "./webhooks/url-guard.ts";
 import { startMaintenance } from "./workers/maintenance.ts";
 import { startOrderCountFolding } from "./workers/order-count-folding.ts";
-import { CHAIN_SEND_QUEUE, createOrderQueues, dropRetiredQueues, type ChainSendJob } from "./jobs/queues.ts";
+import { CHAIN_SEND_QUEUE, createOrderQueues, type ChainSendJob } from "./jobs/queues.ts";
 import { orderEffectPorts, startOrderWorkers, type EscrowLockClock } from "./workers/order-effects.ts";
 import { startPaymentVerificationWorker } from "./workers/payment-verification.ts";
 import { startWebhookDelivery } from "./workers/webhook-deliveries.ts";
@@ -245,6 +245,7 @@ async function startWorkers(deps: { options: ServiceOptions; pool: Pool; boss: P
 function surfaces(deps: {
   options: ServiceOptions;
   pool: Pool;
+  boss: PgBoss;
   ports: OrderEffectPorts;
   outside: OutsideServices;
   chain: ChainParts | undefined;
@@ -252,7 +253,7 @@ function surfaces(deps: {
   credentials: PartnerCredentials;
   rateLimits: RateLimits;
 }): Surface[] {
-  const { options, pool, ports, outside, chain, credentials, rateLimits } = deps;
+  const { options, pool, boss, ports, outside, chain, credentials, rateLimits } = deps;
   const { config, logger } = options;
   const checkWebhookUrl = (url: string) => checkWebhookUrlSyntax(url, config.webhookAllowPrivate);
   const sandbox = outside.simulators
@@ -270,10 +271,11 @@ function surfaces(deps: {
     kyc: { provider: outside.kycProvider, otherSession: (tx, decision) => applyBuyerKycCallback(tx, decision, { pool, ports }), rateLimits },
     orders: chain && { pool, ports, creation: chain.creation, view: chain.view },
   });
-  const admin = adminApi({ pool, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema, ...(chain ? { signers: chain.signerBalances.check } : {}) });
+  const admin = adminApi({ pool, boss, ports, checkWebhookUrl, partnerChanged: credentials.forget, view: chain?.view, indexerSchema: options.indexerSchema, ...(chain ? { signers: chain.signerBalances.check } : {}) });
   // Partner dashboard (issue 16): /dashboard/v1, the page at /dashboard, operators' member and audit routes.
   const dashboard = dashboardModule({
     pool,
+    boss,
     checkWebhookUrl,
     view: chain?.view,
     webhook: { timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate },
@@ -313,7 +315,6 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const pool = createPool(databaseUrl, 10, logger);
   const idempotencySessions = createPool(databaseUrl, 10, logger);
   const boss = await startJobs(databaseUrl, logger);
-  await dropRetiredQueues(boss);
   // Issue 15: partner authentication and rate limiting answer from memory (no database round trip per request).
   const credentials = createPartnerCredentials({ db: pool, databaseUrl, logger });
   const rateLimits = createRateLimits({ db: pool, ...(options.clock ? { clock: options.clock } : {}), onFlushError: (error) => logger.warn({ err: error }, "rate-limit flush failed; retrying") });
@@ -324,7 +325,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     pruneDashboard: () => pruneDashboard(pool),
     pruneMarketSignIns: () => pruneMarketSignIns(pool),
   });
-  const webhooks = await startWebhookDelivery({ pool, databaseUrl, logger, config });
+  const webhooks = await startWebhookDelivery({ pool, boss, logger, config });
   const orderCounts = startOrderCountFolding({ pool, logger, intervalMs: ORDER_COUNT_FOLD_INTERVAL_MS });
 
   const server = createHttpServer();
@@ -351,7 +352,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       if (chain.indexerFollowing) registerIndexerFollowingMetrics(registry, chain.indexerFollowing);
     },
   };
-  const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, ports, outside, chain, baseUrl, credentials, rateLimits }), ...(operator ? { operator } : {}) });
+  const { app } = createApp({ config, pool, idempotencySessions, logger, adminToken: options.adminToken, credentials, rateLimits, surfaces: surfaces({ options, pool, boss, ports, outside, chain, baseUrl, credentials, rateLimits }), ...(operator ? { operator } : {}) });
   server.on("request", app.callback());
   logger.info({ baseUrl, sandbox: config.sandbox }, "API listening");
 

@@ -1,12 +1,14 @@
 // Figure 8: webhook deliveries per second to a receiver that answers at once. A burst of real outbox
 // deliveries (one `order.created` per order, written by the service's own recordEvent in one
-// transaction, as an order's creation writes them) is handed to the service's delivery worker at once;
-// the figure is deliveries received per second from the commit to the last arrival, with each delivery's commit-to-receipt latency. Reference: the receiver's own
+// transaction, with their first-attempt jobs, as an order's creation writes them) is handed to the
+// service's delivery worker at once; the figure is deliveries received per second from the commit to
+// the last arrival, with each delivery's commit-to-receipt latency. Reference: the receiver's own
 // capacity, autocannon (its own process) POSTing a real delivery's signed headers and body straight
 // to it, same run.
 import type pg from "pg";
+import type { PgBoss } from "pg-boss";
 import { recordEvent } from "../../src/webhooks/outbox.ts";
-import { insertBulkOrders } from "../lib/bulk.ts";
+import { insertBulkOrders, withServiceQueues } from "../lib/bulk.ts";
 import { hammer } from "../lib/load.ts";
 import { nowMs, round, summarize } from "../lib/stats.ts";
 import { ensureUser, quoteAndOrder, type BenchStack, type Partner } from "../lib/stack.ts";
@@ -35,14 +37,14 @@ interface Burst {
  * commit) for the receiver to get them. The commit is the moment all are queued: t0 is taken just
  * before it is sent, so each latency includes the commit.
  */
-async function burst(stack: BenchStack, partner: Partner, orders: BulkOrder[], windowMs: number): Promise<Burst> {
+async function burst(stack: BenchStack, boss: PgBoss, partner: Partner, orders: BulkOrder[], windowMs: number): Promise<Burst> {
   const client: pg.PoolClient = await stack.pool.connect();
   const writeStart = nowMs();
   let t0: number;
   try {
     await client.query("BEGIN");
     for (const order of orders) {
-      await recordEvent(client, { partnerId: partner.id, orderId: order.id, partnerUserRef: order.ref, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+      await recordEvent(client, { partnerId: partner.id, orderId: order.id, partnerUserRef: order.ref, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss });
     }
     t0 = nowMs();
     await client.query("COMMIT");
@@ -98,11 +100,14 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
     [partner.id, template.id],
   );
 
-  const probe = await burst(stack, partner, orders.slice(0, probeSize), windowMs);
-  log(`probe: ${probe.delivered}/${probe.queued} delivered in ${probe.seconds} s (${probe.perSecond}/s)`);
-  const size = Math.min(maxBurst, Math.max(minBurst, Math.round((probe.perSecond ?? 0) * targetSeconds)));
-  await sleep(500);
-  const measured = await burst(stack, partner, orders.slice(probeSize, probeSize + size), windowMs);
+  const { probe, measured } = await withServiceQueues(stack.chain.databaseUrl, async (boss) => {
+    const probe = await burst(stack, boss, partner, orders.slice(0, probeSize), windowMs);
+    log(`probe: ${probe.delivered}/${probe.queued} delivered in ${probe.seconds} s (${probe.perSecond}/s)`);
+    const size = Math.min(maxBurst, Math.max(minBurst, Math.round((probe.perSecond ?? 0) * targetSeconds)));
+    await sleep(500);
+    const measured = await burst(stack, boss, partner, orders.slice(probeSize, probeSize + size), windowMs);
+    return { probe, measured };
+  });
   const latency = summarize(measured.latencies);
   log(`burst of ${measured.queued} (written in ${measured.writeSeconds} s): ${measured.delivered} delivered in ${measured.seconds} s = ${measured.perSecond}/s, latency p50 ${latency.p50} p95 ${latency.p95} ms`);
 
@@ -123,7 +128,7 @@ async function run({ stack, quick, log }: FigureContext): Promise<FigureOutcome>
 
   const allDelivered = measured.delivered === measured.queued;
   const notes = [
-    `A probe burst of ${probe.queued} deliveries (${probe.perSecond}/s) sized the measured burst to about ${targetSeconds} s at that rate (between ${minBurst} and ${maxBurst}). Each burst is ${"`order.created`"} for bulk-inserted PENDING_DEPOSIT orders (bench/lib/bulk.ts), written with the service's recordEvent (outbox event and delivery row) in one transaction, so the whole burst is handed to the delivery worker when it commits; the service's worker sends every delivery, signed, to the receiver.`,
+    `A probe burst of ${probe.queued} deliveries (${probe.perSecond}/s) sized the measured burst to about ${targetSeconds} s at that rate (between ${minBurst} and ${maxBurst}). Each burst is ${"`order.created`"} for bulk-inserted PENDING_DEPOSIT orders (bench/lib/bulk.ts), written with the service's recordEvent (outbox event, delivery row, first-attempt job) in one transaction, so the whole burst is handed to the delivery worker when it commits; the service's worker sends every delivery, signed, to the receiver.`,
     `Deliveries per second: deliveries received divided by the time from the commit to the last arrival (or by the ${windowMs / 1000} s window when some had not arrived by its end). Latency: commit to each arrival, so it includes the wait behind the rest of the burst.`,
     `Reference: autocannon in its own process, ${CONNECTIONS} keep-alive connections, POSTing a real delivery's headers (signature included) and a body of its size straight to the receiver: the most the receiver (in the bench process) takes.`,
     `Service records of the measured burst: ${outcomes.map((row) => `${row.status} ${row.deliveries} (${row.attempts} attempts)`).join(", ") || "none"}; ${duplicates} received more than once.`,

@@ -1,13 +1,14 @@
 import { operatorAudit } from "../partners/audit.ts";
 import type { Pool } from "../db/pool.ts";
+import type { PgBoss } from "../jobs/boss.ts";
 import type { RouteGroup } from "../http/routes.ts";
 import { pageSchema } from "../http/schema.ts";
 import { adminDeliveryDetailSchema, adminDeliveryRecordSchema, deliveryFilterProperties, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import { getDeliveryDetail, listAllDeliveries, redeliver } from "../webhooks/deliveries.ts";
 
 /** Operator routes over webhook deliveries (decisions section 12). */
-export function adminDeliveryRoutes(admin: RouteGroup, deps: { pool: Pool }): void {
-  const { pool } = deps;
+export function adminDeliveryRoutes(admin: RouteGroup, deps: { pool: Pool; boss: PgBoss }): void {
+  const { pool, boss } = deps;
 
   admin.add<unknown, DeliveryQuery & { partnerId?: string }>(
     {
@@ -53,7 +54,7 @@ export function adminDeliveryRoutes(admin: RouteGroup, deps: { pool: Pool }): vo
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
-      ctx.body = await redeliver(pool, params.id!, { audit: operatorAudit(ctx.ip) });
+      ctx.body = await redeliver(pool, boss, params.id!, { audit: operatorAudit(ctx.ip) });
     },
   );
 }

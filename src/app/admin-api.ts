@@ -1,3 +1,4 @@
+import type { PgBoss } from "pg-boss";
 import type { SignerBalance } from "../chain/signer-balance.ts";
 import { adminDeliveryRoutes } from "../admin/delivery-routes.ts";
 import { adminKycRoutes } from "../admin/kyc-routes.ts";
@@ -19,6 +20,7 @@ import type { WebhookUrlCheck } from "../webhooks/url-guard.ts";
  */
 export function adminApi(deps: {
   pool: Pool;
+  boss: PgBoss;
   ports: OrderEffectPorts;
   checkWebhookUrl: WebhookUrlCheck;
   /** Forgets a partner's cached credentials in this instance at once after a change (others hear a NOTIFY). */
@@ -33,7 +35,7 @@ export function adminApi(deps: {
     routes: ({ admin }) => {
       adminPartnerRoutes(admin, { pool, checkWebhookUrl: deps.checkWebhookUrl, partnerChanged: deps.partnerChanged });
       adminKycRoutes(admin, { pool });
-      adminDeliveryRoutes(admin, { pool });
+      adminDeliveryRoutes(admin, { pool, boss: deps.boss });
       adminOverviewRoutes(admin, { pool, ...(deps.signers ? { signers: deps.signers } : {}) });
       if (view) adminOrderRoutes(admin, { pool, ports: deps.ports, view, indexerSchema: deps.indexerSchema });
     },

@@ -11,6 +11,7 @@ import { orderDetailSchema } from "../orders/order-schema.ts";
 import { deliveryListSpec, deliveryRecordSchema, memberDeliveryDetailSchema, type DeliveryQuery } from "../webhooks/partner-routes.ts";
 import type { RouteGroup, RouteSpec } from "../http/routes.ts";
 import { isoTimestamp, pagination } from "../http/schema.ts";
+import type { PgBoss } from "../jobs/boss.ts";
 import type { OrderStatus } from "../orders/machine.ts";
 import type { OrderViewContext } from "../orders/queries.ts";
 import { getPartner, partnerView, rotateApiKey, rotateWebhookSecret, updatePartner, withoutSecrets } from "../partners/partners.ts";
@@ -31,6 +32,7 @@ import type { Clock, RateLimits } from "../http/middleware/rate-limit.ts";
 
 export interface DashboardRouteDeps {
   pool: Pool;
+  boss: PgBoss;
   checkWebhookUrl: WebhookUrlCheck;
   /** Order detail needs the chain's deposit settings: without a chain the order routes are not served. */
   view: OrderViewContext | undefined;
@@ -459,7 +461,7 @@ export function dashboardRoutes(group: RouteGroup, deps: DashboardRouteDeps): vo
       errors: ["NOT_FOUND"],
     },
     async (ctx, { params }) => {
-      const record = await redeliver(pool, params.id!, { partnerId: currentMember(ctx).partnerId, audit: memberAudit(ctx) });
+      const record = await redeliver(pool, deps.boss, params.id!, { partnerId: currentMember(ctx).partnerId, audit: memberAudit(ctx) });
       ctx.status = 202;
       ctx.body = partnerDeliveryRecord(record);
     },

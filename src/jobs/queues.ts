@@ -5,7 +5,7 @@ import { v5 as uuidv5 } from "uuid";
 import type { PgBoss } from "./boss.ts";
 
 // Every pg-boss queue of the service: its name, the payload of its jobs and its options. The producers
-// (order effect ports) and the workers (src/workers/) both name queues from here.
+// (order effect ports, the outbox) and the workers (src/workers/) both name queues from here.
 
 /** An order's timer, due at `dueAt`: fires into the order actor. */
 export const ORDER_TIMER_QUEUE = "orders.timer";
@@ -57,6 +57,18 @@ export interface PaymentVerificationJob {
 }
 export type { PaymentVerificationAttempt };
 
+/** One job per webhook delivery attempt. */
+export const DELIVERY_QUEUE = "webhooks.deliver";
+export interface DeliveryJob {
+  deliveryId: string;
+  /** Attempt series (1, then +1 per operator redelivery): a job of an older series does nothing. */
+  series: number;
+  /** The 1-based attempt this job makes: it does nothing unless the delivery has made attempt - 1. */
+  attempt: number;
+}
+/** Periodic backstop: re-enqueues pending deliveries whose job went missing (no payload). */
+export const SWEEP_QUEUE = "webhooks.sweep";
+
 /** Periodic clean-ups (no payload), by the maintenance task that works each. */
 export const MAINTENANCE_QUEUES = {
   pruneRateLimitWindows: { name: "maintenance.prune-rate-limits", cron: "* * * * *" },
@@ -106,6 +118,26 @@ export const ORDER_QUEUE_OPTIONS = {
   [PAYMENT_VERIFY_QUEUE]: { policy: PAYMENT_VERIFY_POLICY, retryLimit: 1000, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS, notify: true },
 };
 
+/**
+ * pg-boss settings of the delivery queue. A job whose worker died (SIGKILL, lost machine) stays active
+ * until its heartbeat is missed (or, for a live handler that hangs, `expireInSeconds` pass), then pg-boss's
+ * supervisor puts it back for retry, so the interrupted attempt is made again under the same delivery id. pg-boss's own retries are only for such crashes and
+ * for infrastructure errors; the webhook retry schedule is ours (WEBHOOK_RETRY_DELAYS_SECONDS).
+ */
+export function deliveryQueueOptions(timeoutMs: number) {
+  return {
+    expireInSeconds: Math.ceil(timeoutMs / 1000) + 10,
+    retryLimit: 20,
+    retryDelay: 2,
+    retryBackoff: true,
+    retryDelayMax: 60,
+    heartbeatSeconds: HEARTBEAT_SECONDS,
+    deleteAfterSeconds: 7 * 86400,
+    // A delivery written wakes the workers at once (jobs/boss.ts); retries still wait for their time.
+    notify: true,
+  };
+}
+
 /** Creates a queue, or applies the current options to the existing one (createQueue leaves it as it was). */
 export async function ensureQueue(boss: PgBoss, name: string, options: Parameters<PgBoss["createQueue"]>[1] = {}): Promise<void> {
   await boss.createQueue(name, options);
@@ -123,13 +155,8 @@ export async function createOrderQueues(boss: PgBoss): Promise<void> {
   for (const [name, options] of Object.entries(ORDER_QUEUE_OPTIONS)) await ensureQueue(boss, name, options);
 }
 
-/**
- * Queues of earlier versions that nothing works any more, dropped with their jobs and schedules: one job an
- * attempt for webhook deliveries and its sweep, before the delivery rows became the queue (migration
- * 1764700000100; workers/webhook-deliveries.ts).
- */
-const RETIRED_QUEUES = ["webhooks.deliver", "webhooks.sweep"];
-
-export async function dropRetiredQueues(boss: PgBoss): Promise<void> {
-  for (const name of RETIRED_QUEUES) await boss.deleteQueue(name);
+export async function ensureDeliveryQueues(boss: PgBoss, timeoutMs: number): Promise<void> {
+  // The current WEBHOOK_TIMEOUT_MS applies to an existing queue too.
+  await ensureQueue(boss, DELIVERY_QUEUE, deliveryQueueOptions(timeoutMs));
+  await ensureQueue(boss, SWEEP_QUEUE);
 }

@@ -12,8 +12,8 @@ export interface OrderEffectPorts {
   /**
    * The transition's partner events (`notify` effects), recorded by the statement that writes the order's
    * row: CTEs with parameters from `$<at + 1>` that record them for the order `orderRow` (an earlier CTE
-   * returning `(id, webhook_url)`): the event rows and their delivery rows, which the delivery workers
-   * take up once the transaction commits (webhooks/outbox.ts).
+   * returning `(id, webhook_url)`), the result `columns` they add, and what `complete` does after the
+   * statement in the same transaction (webhooks/outbox.ts).
    */
   recordEvents(events: OrderNotification[], options: { orderRow: string; at: number }): OrderEventsRecording;
   startTimer(tx: Queryable, timer: { orderId: string; timer: TimerKind; dueAt: string }): Promise<void>;
@@ -22,7 +22,7 @@ export interface OrderEffectPorts {
   sendTransaction(tx: Queryable, request: { orderId: string; action: ChainAction; requestKey: string; params?: { outcome: DisputeOutcome } }): Promise<void>;
   verifyPayment(tx: Queryable, request: { orderId: string; cepTrackingKey: string; operationDate: string; senderBankCode: string }): Promise<void>;
   /**
-   * These ports with the jobs they queue in `tx` (timers, transactions) held back, and `flush`
+   * These ports with the jobs they queue in `tx` (timers, transactions, deliveries) held back, and `flush`
    * to write them, which the caller awaits before `tx` commits: many transitions in one transaction (a
    * block's chain events) then write their jobs in one statement a queue rather than one a job.
    */
@@ -41,6 +41,8 @@ export interface OrderNotification {
 export interface OrderEventsRecording {
   ctes: string;
   values: unknown[];
+  columns: string;
+  complete(tx: Queryable, row: Record<string, unknown>): Promise<unknown>;
 }
 
 export interface AppliedTransition {
@@ -133,7 +135,8 @@ export interface OrderRowStatement {
  * `update` (an UPDATE or INSERT of the order's row, `RETURNING id` and any other columns) with the
  * transition's timeline entries and partner events written in the same statement, in effect order: one
  * round trip for the row, its timeline and its events. Returns the row as `update` returned it, undefined
- * when it wrote none. The other effects are performed after it (performEffects).
+ * when it wrote none. The other effects are performed after it (performEffects), and the events'
+ * `complete` too (the deliveries' first attempts).
  */
 async function writeRow<Row extends object = { id: string }>(
   tx: PoolClient,
@@ -156,16 +159,21 @@ async function writeRow<Row extends object = { id: string }>(
       ? [{ partnerId: order.partnerId, orderId: order.id, partnerUserRef: order.partnerUserRef, eventType: effect.params.eventType, status: order.status, data: effect.params.data }]
       : [],
   );
+  let recording: OrderEventsRecording | undefined;
   if (notifications.length > 0) {
     ctes.push(`event_order AS (SELECT updated.id, p.webhook_url FROM updated JOIN partners p ON p.id = $${at + 4})`);
     allValues.push(order.partnerId);
-    const recording = ports.recordEvents(notifications, { orderRow: "event_order", at: at + 4 });
+    recording = ports.recordEvents(notifications, { orderRow: "event_order", at: at + 4 });
     ctes.push(recording.ctes);
     allValues.push(...recording.values);
   }
-  // The row as its statement returned it (RETURNING).
-  const { rows } = await tx.query<Row>(prepared(`WITH ${ctes.join(",\n")}\n SELECT updated.* FROM updated`, allValues));
-  return rows[0];
+  // The row as its statement returned it (RETURNING), beside what the events' recording reads back.
+  const { rows } = await tx.query<Row & Record<string, unknown>>(
+    prepared(`WITH ${ctes.join(",\n")}\n SELECT updated.*${recording ? `, ${recording.columns}` : ""} FROM updated`, allValues),
+  );
+  const row = rows[0];
+  if (row) await recording?.complete(tx, row);
+  return row;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { listenTo } from "../db/listener.ts";
+import pg from "pg";
 import type { Queryable } from "../db/pool.ts";
 import { findPartnerByKeyHash, type PartnerWithSecrets } from "./partners.ts";
 
@@ -10,6 +10,8 @@ export const PARTNER_CHANGED_CHANNEL = "partner_changed";
  * or a notification is lost (docs/security.md, "Credential cache and rate limits").
  */
 export const CREDENTIAL_TTL_MS = 5_000;
+
+const LISTENER_RETRY_MS = 1_000;
 
 export interface PartnerCredentials {
   /**
@@ -88,18 +90,43 @@ export function createPartnerCredentials(options: PartnerCredentialOptions): Par
     return partner;
   }
 
-  const listener = listenTo({
-    databaseUrl: options.databaseUrl,
-    channel: PARTNER_CHANGED_CHANNEL,
-    applicationName: "offramp-partner-changes",
-    onNotification: (partnerId) => {
-      if (partnerId) forget(partnerId);
-    },
-    // Changes made while no session listened were not heard.
-    onListening: forgetAll,
-    onLost: forgetAll,
-    ...(options.logger ? { logger: options.logger } : {}),
-  });
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+
+  async function listen(): Promise<void> {
+    const session = new pg.Client({ connectionString: options.databaseUrl, application_name: "offramp-partner-changes" });
+    const lost = (error?: unknown) => {
+      if (client !== session) return;
+      client = undefined;
+      // Notifications may have been missed while no session listened.
+      forgetAll();
+      if (!stopped) {
+        options.logger?.warn({ err: error }, "partner change listener lost; retrying");
+        retry = setTimeout(() => void listen(), LISTENER_RETRY_MS);
+        retry.unref();
+      }
+      session.end().catch(() => undefined);
+    };
+    client = session;
+    session.on("notification", (message) => {
+      if (message.channel === PARTNER_CHANGED_CHANNEL && message.payload) forget(message.payload);
+    });
+    session.on("error", lost);
+    session.on("end", () => lost());
+    try {
+      await session.connect();
+      await session.query(`LISTEN ${PARTNER_CHANGED_CHANNEL}`);
+      // Changes made before LISTEN took effect were not heard.
+      forgetAll();
+    } catch (error) {
+      lost(error);
+    }
+    markReady();
+  }
+  void listen();
 
   return {
     find(key) {
@@ -116,7 +143,13 @@ export function createPartnerCredentials(options: PartnerCredentialOptions): Par
       return pending;
     },
     forget,
-    ready: listener.ready,
-    stop: listener.stop,
+    ready,
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      const session = client;
+      client = undefined;
+      await session?.end().catch(() => undefined);
+    },
   };
 }

@@ -2,6 +2,8 @@ import { recordAudit, type AuditContext } from "../partners/audit.ts";
 import { whereEqual, pageOf, type Page } from "../db/filters.ts";
 import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { NotFoundError } from "../domain/errors.ts";
+import type { PgBoss } from "../jobs/boss.ts";
+import { enqueueAttempt } from "./queue.ts";
 
 export const DELIVERY_STATUSES = ["PENDING", "DELIVERED", "FAILED"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -172,13 +174,15 @@ export async function getDeliveryDetail(db: Queryable, id: string): Promise<Deli
 
 /**
  * Operator redelivery: a new attempt series for the same delivery id and the same stored body. The
- * record starts over (attempts 0, PENDING, due now: the workers are notified at commit), with its audit
- * entry when `audit` is given; `partnerId` limits it to one partner's deliveries (another's is NOT_FOUND).
- * An attempt of the previous series still on the wire is logged under its series when it ends and leaves
- * the record alone; the new series' first attempt waits for its claim to be released.
+ * record starts over (attempts 0, PENDING, due now) and the first attempt of the series is enqueued in
+ * the same transaction, with its audit entry when `audit` is given; `partnerId` limits it to one partner's
+ * deliveries (another's is NOT_FOUND). An attempt of the previous series still on the wire is logged under
+ * its series when it ends and leaves the record alone; the new series' first attempt waits for its claim
+ * to be released. Jobs left from the previous series find themselves stale and do nothing.
  */
 export async function redeliver(
   pool: Pool,
+  boss: PgBoss,
   id: string,
   options: { partnerId?: string; audit?: AuditContext } = {},
 ): Promise<AdminDeliveryRecord> {
@@ -186,7 +190,7 @@ export async function redeliver(
     const { rows } = await tx.query<DeliveryRow>(
       `UPDATE webhook_deliveries
           SET series = series + 1, status = 'PENDING', attempts = 0, last_attempt_at = NULL,
-              next_attempt_at = clock_timestamp(), delivered_at = NULL, error_message = NULL
+              next_attempt_at = clock_timestamp(), delivered_at = NULL, error_message = NULL, swept_at = NULL
         WHERE id = $1 AND ($2::text IS NULL OR partner_id = $2)
         RETURNING *`,
       [id, options.partnerId ?? null],
@@ -194,6 +198,7 @@ export async function redeliver(
     const row = rows[0];
     if (!row) throw new NotFoundError(`Delivery ${id} does not exist`);
     if (options.audit) await recordAudit(tx, row.partner_id, "delivery.redelivered", options.audit, { deliveryId: row.id, orderId: row.order_id, eventType: row.event_type, series: row.series });
+    await enqueueAttempt(boss, tx, { deliveryId: row.id, series: row.series, attempt: 1 });
     return adminView(row);
   });
 }

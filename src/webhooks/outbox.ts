@@ -1,6 +1,9 @@
 import { prepared, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
+import type { PgBoss } from "../jobs/boss.ts";
+import { jobWritesAtOnce, type JobWrites } from "../jobs/job-writes.ts";
 import { ORDER_EVENT_TYPES, type EventType } from "../orders/machine.ts";
+import { writeAttempts } from "./queue.ts";
 
 /** The event kinds an outbox row may carry: the order's (orders/machine.ts owns the list). */
 export const EVENT_TYPES = ORDER_EVENT_TYPES;
@@ -39,8 +42,9 @@ export interface RecordedEvent {
  * CTEs of a statement that record one order's events, in order, for use inside the statement that changes
  * the order (orders/store.ts) or on their own (recordEvent): parameters from `$<at + 1>`, and `orderRow`,
  * the name of an earlier CTE of the statement returning the order's row as `(id, webhook_url)` (one row when
- * the events are to be recorded, none when not). A delivery row is due when written: the delivery workers
- * claim it from the table (workers/webhook-deliveries.ts), woken at commit by its trigger's notification.
+ * the events are to be recorded, none when not). The result column `event_deliveries` holds the deliveries'
+ * ids, `event_sequences` the events' sequences, each in the events' order (null for none). After the
+ * statement, `complete` queues the deliveries' first attempts in the same transaction, through `jobWritesIn`.
  *
  * - `sequence` is 1, 2, 3... per order in the order events are recorded (and committed): a counter row
  *   per order, moved by the number of events and locked until commit, hands them out even without the
@@ -50,7 +54,7 @@ export interface RecordedEvent {
  * - A partner without a webhook URL gets no delivery record: the event is still stored with its
  *   sequence (the order's event history), but setting a URL later does not send past events.
  */
-export function orderEventsStatement(events: OutboxEvent[], options: { orderRow: string; at: number }) {
+export function orderEventsStatement(events: OutboxEvent[], options: { orderRow: string; at: number }, jobWritesIn: (tx: Queryable) => JobWrites) {
   const payloads = events.map((event) => {
     if (!(EVENT_TYPES as readonly string[]).includes(event.eventType)) throw new Error(`Unknown webhook event type "${event.eventType}"`);
     for (const field of CORE_FIELDS) {
@@ -101,32 +105,36 @@ export function orderEventsStatement(events: OutboxEvent[], options: { orderRow:
       payloads.map((payload) => payload.deliveryId),
       MAX_ATTEMPTS,
     ],
-    /** The result columns that say what was recorded (read by `recorded`): the deliveries' ids and the events' sequences, in sequence order. */
     columns: `(SELECT array_agg(id ORDER BY sequence) FROM event_delivery) AS event_deliveries, (SELECT array_agg(sequence ORDER BY sequence) FROM event_recorded) AS event_sequences`,
-    /** The events as recorded, given the statement's `columns`. */
-    recorded(row: { event_deliveries: string[] | null; event_sequences: number[] | null }): RecordedEvent[] {
+    /** The events as recorded, given the statement's result row; their deliveries' first attempts queued in `tx`. */
+    async complete(tx: Queryable, row: { event_deliveries: string[] | null; event_sequences: number[] | null }): Promise<RecordedEvent[]> {
       const sequences = row.event_sequences ?? [];
       const deliveries = new Set(row.event_deliveries ?? []);
-      return payloads.flatMap((payload, index) => {
+      const recorded = payloads.flatMap((payload, index) => {
         const sequence = sequences[index];
         if (sequence === undefined) return [];
         const deliveryId = deliveries.has(payload.deliveryId) ? payload.deliveryId : null;
         return [{ eventId: payload.eventId, sequence, deliveryId, body: `${payload.beforeSequence}${sequence}${payload.afterSequence}` }];
       });
+      await writeAttempts(
+        jobWritesIn(tx),
+        recorded.flatMap(({ deliveryId }) => (deliveryId ? [{ job: { deliveryId, series: 1, attempt: 1 } }] : [])),
+      );
+      return recorded;
     },
   };
 }
 
 /**
  * Records an order event in the outbox on its own (`orderEventsStatement` for what is recorded). Call it
- * inside the transaction that changes the order's state: the event, its per-order sequence and its delivery
- * record all commit with that change or not at all, so an event is never lost
+ * inside the transaction that changes the order's state: the event, its per-order sequence, its delivery
+ * record and the first attempt's job all commit with that change or not at all, so an event is never lost
  * and never sent for a rolled-back change. The order's own transitions record theirs inside the statement
  * that writes the order's row (orders/store.ts).
  */
-export async function recordEvent(tx: Queryable, event: OutboxEvent): Promise<RecordedEvent> {
+export async function recordEvent(tx: Queryable, event: OutboxEvent, queue: { boss: PgBoss }): Promise<RecordedEvent> {
   // The order's owner is checked in the statement: the counter moves only for an order of this partner.
-  const recording = orderEventsStatement([event], { orderRow: "event_order", at: 1 });
+  const recording = orderEventsStatement([event], { orderRow: "event_order", at: 1 }, (tx) => jobWritesAtOnce(queue.boss, tx));
   const { rows } = await tx.query<{ partner_id: string; event_deliveries: string[] | null; event_sequences: number[] | null }>(
     prepared(
       `WITH owner AS (SELECT o.id, o.partner_id, p.webhook_url FROM orders o JOIN partners p ON p.id = o.partner_id WHERE o.id = $1),
@@ -138,7 +146,7 @@ export async function recordEvent(tx: Queryable, event: OutboxEvent): Promise<Re
   );
   const owner = rows[0];
   if (!owner) throw new Error(`Order ${event.orderId} does not exist`);
-  const [recorded] = recording.recorded(owner);
+  const [recorded] = await recording.complete(tx, owner);
   if (!recorded) throw new Error(`Order ${event.orderId} does not belong to partner ${event.partnerId}`);
   return recorded;
 }

@@ -20,7 +20,9 @@ export function orderEffectPorts(boss: PgBoss): OrderEffectPorts {
 
 function effectPorts(boss: PgBoss, jobWritesIn: (tx: Queryable) => JobWrites): OrderEffectPorts {
   return {
-    recordEvents: orderEventsStatement,
+    recordEvents(events, options) {
+      return orderEventsStatement(events, options, jobWritesIn);
+    },
     async startTimer(tx, timer) {
       await jobWritesIn(tx).insert(ORDER_TIMER_QUEUE, [{ id: timerJobId(timer), data: timer satisfies TimerJob, startAfter: new Date(timer.dueAt) }]);
     },

@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { listenTo } from "../db/listener.ts";
-import type { Pool } from "../db/pool.ts";
+import type { Job, JobResult } from "pg-boss";
+import { withTransaction, type Pool, type PoolClient, type Queryable } from "../db/pool.ts";
+import type { PgBoss } from "../jobs/boss.ts";
 import type { Logger } from "../logger.ts";
 import { closeWebhookConnections, postWebhook, type WebhookResponse } from "../webhooks/http-sender.ts";
+import { DELIVERY_QUEUE, deliveryQueueOptions, DUE_FIRST, ensureDeliveryQueues, SWEEP_QUEUE, type DeliveryJob } from "../jobs/queues.ts";
+import { enqueueAttempts } from "../webhooks/queue.ts";
 import { webhookHeaders } from "../webhooks/signature.ts";
 
 /** The configuration the delivery worker reads (decisions section 1 names). */
@@ -16,22 +19,21 @@ export interface WebhookDeliveryConfig {
 
 export interface WebhookDeliveryOptions {
   pool: Pool;
-  /** Where the listener for due deliveries connects (a session of its own). */
-  databaseUrl: string;
+  boss: PgBoss;
   logger: Logger;
   config: WebhookDeliveryConfig;
-  /** Deliveries claimed per statement. Default 100. */
+  /** Jobs taken per fetch. Default 100. */
   batchSize?: number;
   /** Deliveries this process holds at once (sending or waiting for their endpoint or order). Default 5000. */
   maxHeld?: number;
-  /** Default 0.5 s: how often due deliveries are looked for unannounced (retries falling due, a listener down). */
+  /** Default 0.5 s: the floor for retries falling due (new deliveries wake the workers at once). */
   pollingIntervalSeconds?: number;
   /** How long a claim lasts unless renewed: a crashed process's deliveries are retried this long after. Default 20 s. */
   leaseSeconds?: number;
 }
 
 export interface WebhookDelivery {
-  /** Stops claiming, hands back the deliveries not yet sent, lets those on the wire finish. */
+  /** Stops taking jobs, hands back the deliveries not yet sent, lets those on the wire finish. */
   stop(): Promise<void>;
 }
 
@@ -69,8 +71,6 @@ interface Endpoint {
   held: number;
   /** Moving average of an attempt's duration, to size how much of this endpoint's backlog to hold. */
   averageMs: number;
-  /** Attempts averageMs has measured (none: it is a guess). */
-  measured: number;
 }
 
 interface Outcome {
@@ -116,25 +116,19 @@ const logAttemptsOf = (written: string) => `
 /** Held deliveries of an endpoint: enough for about this long of its observed pace, so a slow endpoint holds few. */
 const HOLD_SECONDS = 2;
 const INITIAL_AVERAGE_MS = 100;
-/** How long a claimed delivery its endpoint cannot take yet is put off: at least, and at most. */
-const MIN_PUT_OFF_MS = 250;
-const MAX_PUT_OFF_MS = 30_000;
 /** A claimed first attempt whose order's earlier event is not claimed yet is due again after this. */
 const ORDER_WAIT_MS = 500;
 const RECOVERY_INTERVAL_MS = 5000;
-/** Notified at commit by a delivery written due (migration 1764700000100's trigger). */
-const DELIVERY_DUE_CHANNEL = "webhook_delivery_due";
 
 /**
- * Sends webhook attempts for this process. The delivery rows are the queue: one statement claims due
- * deliveries (claimed_by/claimed_until on the row, no lock held across the HTTP call), woken by the
- * notification a delivery written due sends at commit and, for retries falling due, by a poll. The
- * attempts run concurrently: at most `webhookConcurrencyPerEndpoint` on the wire per partner endpoint,
- * each over a kept-alive connection, and an order's first attempts one after another in `sequence` order.
- * Outcomes are written in group commits: the record (with its next attempt's time) and the attempt log
- * together, the claim released. A claim is renewed while held; a process that dies stops renewing, and
- * any worker's recovery pass releases those deliveries once the lease has passed, for the next claim
- * (at least once, never lost).
+ * Sends webhook attempts for this process. Jobs are fetched in batches; one statement claims their
+ * deliveries (claimed_by/claimed_until on the row, no lock held across the HTTP call), and the attempts
+ * run concurrently: at most `webhookConcurrencyPerEndpoint` on the wire per partner endpoint, each over a
+ * kept-alive connection, and an order's first attempts one after another in `sequence` order. Outcomes
+ * are written in group commits: the record, the attempt log and the next attempt's job together, with the
+ * claim released. A claim is renewed while held; a process that dies stops renewing, and any worker's
+ * recovery pass enqueues those deliveries' attempts again once the lease has passed (at least once,
+ * never lost).
  */
 class DeliveryDispatcher {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(6).toString("hex")}`;
@@ -144,134 +138,142 @@ class DeliveryDispatcher {
   private readonly orders = new Map<string, Held[]>();
   private outcomes: Outcome[] = [];
   private flushing: Promise<void> | null = null;
+  private roomWaiters: (() => void)[] = [];
   private drainWaiters: (() => void)[] = [];
-  /** A claim pass is running; `claimAgain`: something woke the dispatcher meanwhile. */
-  private claiming: Promise<void> | null = null;
-  private claimAgain = false;
-  /** The last pass stopped at maxHeld: the next release looks again. */
-  private stoppedFull = false;
+  /** Set at shutdown: batches still being fetched are handed back to pg-boss, not claimed. */
+  private intakeClosed = false;
   private stopping = false;
   private readonly cap: number;
   private readonly pool: Pool;
+  private readonly boss: PgBoss;
   private readonly logger: Logger;
   private readonly config: WebhookDeliveryConfig;
   private readonly maxHeld: number;
-  private readonly batchSize: number;
   private readonly leaseSeconds: number;
 
-  constructor(deps: { pool: Pool; logger: Logger; config: WebhookDeliveryConfig; maxHeld: number; batchSize: number; leaseSeconds: number }) {
-    ({ pool: this.pool, logger: this.logger, config: this.config, maxHeld: this.maxHeld, batchSize: this.batchSize, leaseSeconds: this.leaseSeconds } = deps);
+  constructor(deps: { pool: Pool; boss: PgBoss; logger: Logger; config: WebhookDeliveryConfig; maxHeld: number; leaseSeconds: number }) {
+    ({ pool: this.pool, boss: this.boss, logger: this.logger, config: this.config, maxHeld: this.maxHeld, leaseSeconds: this.leaseSeconds } = deps);
     this.cap = deps.config.webhookConcurrencyPerEndpoint;
   }
 
-  /** Looks for due deliveries now: one pass at a time, and a wake during a pass runs one more after it. */
-  wake(): void {
-    if (this.stopping) return;
-    if (this.claiming) {
-      this.claimAgain = true;
-      return;
-    }
-    this.claimAgain = false;
-    this.claiming = this.claimDue()
-      .catch((error: unknown) => this.logger.error({ err: error }, "claiming webhook deliveries failed; the next poll tries again"))
-      .finally(() => {
-        this.claiming = null;
-        if (this.claimAgain) this.wake();
-      });
-  }
-
-  /** Claims batches while they come back full, up to what the process may hold. */
-  private async claimDue(): Promise<void> {
-    for (;;) {
-      const room = Math.min(this.batchSize, this.maxHeld - this.held.size);
-      this.stoppedFull = room <= 0;
-      if (room <= 0 || this.stopping) return;
-      const claimed = await this.claim(room);
-      if (claimed < room) return;
-    }
+  /**
+   * Takes a fetched batch: claims what is each delivery's next step, hands the claimed to the senders,
+   * and settles each job: completed (claimed, deferred with a new job, or stale) or failed (the delivery
+   * is held by another attempt right now: pg-boss tries the job again later, as for a crash).
+   */
+  async take(jobs: Job<DeliveryJob>[]): Promise<JobResult[]> {
+    while (this.held.size >= this.maxHeld && !this.intakeClosed) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    if (this.intakeClosed) return jobs.map((job) => ({ id: job.id, status: "failed", output: { message: "the worker is stopping" } }));
+    const { claimed, busy } = await this.claim(jobs.map((job) => job.data));
+    for (const row of claimed) this.admit(row);
+    return jobs.map((job) =>
+      busy.has(job.data.deliveryId)
+        ? { id: job.id, status: "failed", output: { message: `delivery ${job.data.deliveryId} has an attempt in flight` } }
+        : { id: job.id, status: "completed" },
+    );
   }
 
   /**
-   * One claim: the due deliveries oldest first, but not first attempts whose order's earlier event another
-   * process holds. Committed on its own: a process that dies after it holds its claims until their lease
-   * passes, as one that dies while sending does. Claimed deliveries that must wait (an earlier event of
-   * their order not claimed with them, their endpoint's share full) are released at once, due later, so
-   * the due end of the table never fills with what cannot go yet. Returns how many rows it claimed.
+   * The claim is one statement, committed on its own: a process that dies after it holds its claims until
+   * their lease passes, as one that dies while sending does (the recovery pass takes them up). What follows
+   * it, deferrals and jobs not claimed, is written in one transaction, only when there is any.
    */
-  private async claim(limit: number): Promise<number> {
+  private async claim(jobs: DeliveryJob[]): Promise<{ claimed: ClaimedRow[]; busy: Set<string> }> {
     const { rows } = await this.pool.query<ClaimedRow>(
-      `WITH due AS (
-           SELECT d.id FROM webhook_deliveries d
-            WHERE d.status = 'PENDING' AND d.claimed_by IS NULL AND d.next_attempt_at <= clock_timestamp()
-              AND (d.first_attempted_at IS NOT NULL OR NOT EXISTS (
-                     SELECT 1 FROM webhook_deliveries w
-                      WHERE w.order_id = d.order_id AND w.sequence < d.sequence AND w.first_attempted_at IS NULL AND w.claimed_by <> $1))
-            ORDER BY d.next_attempt_at
-            LIMIT $3
+      `WITH job AS (
+           SELECT DISTINCT * FROM unnest($1::text[], $2::int[], $3::int[]) AS j(delivery_id, series, attempt)
+         ), next_step AS (
+           SELECT d.id FROM webhook_deliveries d JOIN job ON job.delivery_id = d.id
+            WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1
+              AND d.next_attempt_at <= clock_timestamp() + interval '1 second'
+              AND (d.claimed_by IS NULL OR d.claimed_until < clock_timestamp())
             FOR UPDATE OF d SKIP LOCKED
          )
          UPDATE webhook_deliveries d
-            SET claimed_by = $1, claimed_until = clock_timestamp() + make_interval(secs => $2)
-           FROM due, webhook_events e, partners p
-          WHERE d.id = due.id AND e.id = d.event_id AND p.id = d.partner_id
+            SET claimed_by = $4, claimed_until = clock_timestamp() + make_interval(secs => $5)
+           FROM next_step, webhook_events e, partners p
+          WHERE d.id = next_step.id AND e.id = d.event_id AND p.id = d.partner_id
          RETURNING d.id, d.partner_id, d.order_id, d.sequence, d.series, d.attempts, d.max_attempts,
                    d.first_attempted_at IS NULL AS first_attempt, e.body, p.webhook_url, p.webhook_secret,
                    d.first_attempted_at IS NULL AND EXISTS (
                      SELECT 1 FROM webhook_deliveries w
                       WHERE w.order_id = d.order_id AND w.sequence < d.sequence AND w.first_attempted_at IS NULL
-                        AND w.claimed_by IS DISTINCT FROM $1 AND w.id NOT IN (SELECT id FROM due)) AS blocked`,
-      [this.owner, this.leaseSeconds, limit],
+                        AND w.claimed_by IS DISTINCT FROM $4 AND w.id NOT IN (SELECT id FROM next_step)) AS blocked`,
+      [jobs.map((j) => j.deliveryId), jobs.map((j) => j.series), jobs.map((j) => j.attempt), this.owner, this.leaseSeconds],
     );
 
     // First attempts wait for every earlier event of the order: claimed by this statement or held already
     // by this process, they wait in memory (the statement sees the rows it claims as they were, hence
-    // `due`); one whose earlier event is not yet claimed (blocked) waits in the table.
-    const deferred: { id: string; delayMs: number }[] = [];
+    // next_step); one whose earlier event is held elsewhere or not yet taken (blocked) is deferred.
+    const blocked = new Set(rows.filter((row) => row.blocked).map((row) => row.id));
+
+    const claimed: ClaimedRow[] = [];
+    const deferred: { row: ClaimedRow; startAfter: Date }[] = [];
     const deferredOrders = new Set<string>();
-    const deferredFor = new Map<Endpoint, number>();
+    const extraHeld = new Map<string, number>();
     for (const row of [...rows].sort((a, b) => a.sequence - b.sequence)) {
+      const endpoint = this.endpoint(row.partner_id);
+      const holding = endpoint.held + (extraHeld.get(endpoint.key) ?? 0);
       let delayMs: number | undefined;
-      // Known endpoints only: one is made for a delivery admitted, and dropped when it holds none.
-      const endpoint = this.endpoints.get(row.partner_id);
-      if (row.blocked || (row.first_attempt && deferredOrders.has(row.order_id))) delayMs = ORDER_WAIT_MS;
-      else if (endpoint && endpoint.held >= this.holdLimit(endpoint)) {
-        // About when the endpoint's pace reaches it, once a round of attempts (its cap) has measured the pace:
-        // a backlog then comes due again spread out, not at once. Before that, soon: the first attempts on
-        // new connections are the slowest, and a pace taken from them put a fast endpoint's burst off by
-        // seconds (figure 8).
-        const ahead = endpoint.held + (deferredFor.get(endpoint) ?? 0);
-        deferredFor.set(endpoint, (deferredFor.get(endpoint) ?? 0) + 1);
-        const paced = endpoint.measured >= this.cap;
-        delayMs = paced ? Math.min(MAX_PUT_OFF_MS, Math.max(MIN_PUT_OFF_MS, (ahead / this.cap) * endpoint.averageMs)) : MIN_PUT_OFF_MS;
-      }
-      if (delayMs === undefined) this.admit(row);
-      else {
-        deferred.push({ id: row.id, delayMs });
+      if (blocked.has(row.id) || (row.first_attempt && deferredOrders.has(row.order_id))) delayMs = ORDER_WAIT_MS;
+      else if (holding >= this.holdLimit(endpoint)) delayMs = Math.min(30_000, Math.max(250, (holding / this.cap) * endpoint.averageMs));
+      if (delayMs === undefined) {
+        claimed.push(row);
+        extraHeld.set(endpoint.key, (extraHeld.get(endpoint.key) ?? 0) + 1);
+      } else {
+        deferred.push({ row, startAfter: new Date(Date.now() + delayMs) });
         if (row.first_attempt) deferredOrders.add(row.order_id);
       }
     }
-    if (deferred.length > 0) {
-      await this.defer(deferred);
-      // Looked for again when the first of them falls due, not only at the next poll.
-      setTimeout(() => this.wake(), Math.min(...deferred.map((d) => d.delayMs))).unref();
-    }
-    return rows.length;
+    const taken = new Set(rows.map((row) => row.id));
+    const rest = jobs.filter((job) => !taken.has(job.deliveryId));
+    if (deferred.length === 0 && rest.length === 0) return { claimed, busy: new Set() };
+    const busy = await withTransaction(this.pool, async (tx) => {
+      if (deferred.length > 0) await this.defer(tx, deferred);
+      return rest.length > 0 ? this.settleUnclaimed(tx, rest) : new Set<string>();
+    });
+    return { claimed, busy };
   }
 
-  /** Claimed deliveries that must wait: released, due again after their delay (their record shows it). */
-  private async defer(deferred: { id: string; delayMs: number }[]): Promise<void> {
-    await this.pool.query(
-      `UPDATE webhook_deliveries d SET claimed_by = NULL, claimed_until = NULL, next_attempt_at = clock_timestamp() + make_interval(secs => w.delay_ms / 1000.0)
-         FROM unnest($1::text[], $2::int[]) AS w (id, delay_ms)
-        WHERE d.id = w.id AND d.claimed_by = $3`,
-      [deferred.map((d) => d.id), deferred.map((d) => Math.round(d.delayMs)), this.owner],
+  /** Claimed attempts that must wait (their order's earlier event, their endpoint's cap): released, and enqueued again for later. */
+  private async defer(tx: PoolClient, deferred: { row: ClaimedRow; startAfter: Date }[]): Promise<void> {
+    await tx.query("UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ANY($1::text[]) AND claimed_by = $2", [
+      deferred.map((d) => d.row.id),
+      this.owner,
+    ]);
+    await enqueueAttempts(
+      this.boss,
+      tx,
+      deferred.map(({ row, startAfter }) => ({ job: { deliveryId: row.id, series: row.series, attempt: row.attempts + 1 }, startAfter })),
     );
+  }
+
+  /**
+   * Jobs not claimed: stale ones end here; one that is the next step but not due yet is enqueued for its
+   * time; one whose delivery is held by an attempt right now is returned (busy), to be failed and tried
+   * again later.
+   */
+  private async settleUnclaimed(tx: PoolClient, rest: DeliveryJob[]): Promise<Set<string>> {
+    const { rows: nextSteps } = await tx.query<{ id: string; series: number; attempt: number; next_attempt_at: Date; due: boolean }>(
+      `SELECT DISTINCT d.id, job.series, job.attempt, d.next_attempt_at, d.next_attempt_at <= clock_timestamp() + interval '1 second' AS due
+           FROM unnest($1::text[], $2::int[], $3::int[]) AS job(delivery_id, series, attempt)
+           JOIN webhook_deliveries d ON d.id = job.delivery_id
+          WHERE d.status = 'PENDING' AND d.series = job.series AND d.attempts = job.attempt - 1`,
+      [rest.map((j) => j.deliveryId), rest.map((j) => j.series), rest.map((j) => j.attempt)],
+    );
+    const early = nextSteps.filter((step) => !step.due);
+    await enqueueAttempts(
+      this.boss,
+      tx,
+      early.map((step) => ({ job: { deliveryId: step.id, series: step.series, attempt: step.attempt }, startAfter: step.next_attempt_at })),
+    );
+    return new Set(nextSteps.filter((step) => step.due).map((step) => step.id));
   }
 
   private endpoint(key: string): Endpoint {
     let endpoint = this.endpoints.get(key);
     if (!endpoint) {
-      endpoint = { key, active: 0, queue: [], held: 0, averageMs: INITIAL_AVERAGE_MS, measured: 0 };
+      endpoint = { key, active: 0, queue: [], held: 0, averageMs: INITIAL_AVERAGE_MS };
       this.endpoints.set(key, endpoint);
     }
     return endpoint;
@@ -344,9 +346,7 @@ class DeliveryDispatcher {
     const finishedAt = new Date();
     const endpoint = held.endpoint;
     endpoint.active--;
-    const tookMs = Math.max(1, finishedAt.getTime() - startedAt.getTime());
-    endpoint.averageMs = endpoint.measured > 0 ? 0.8 * endpoint.averageMs + 0.2 * tookMs : tookMs;
-    endpoint.measured++;
+    endpoint.averageMs = 0.8 * endpoint.averageMs + 0.2 * Math.max(1, finishedAt.getTime() - startedAt.getTime());
     held.state = "recording";
     this.outcomes.push({ held, response, startedAt, finishedAt });
     this.pump(endpoint);
@@ -379,8 +379,9 @@ class DeliveryDispatcher {
   /**
    * Writes outcomes: each delivery the process still holds gets its attempt logged and its claim
    * released; where the attempt is still the delivery's next step (no redelivery started a new series
-   * meanwhile) the record takes the outcome, a retry's time included, where the next claim finds it.
-   * Each statement writes a delivery's record with its attempt's log line.
+   * meanwhile) the record takes the outcome and a retry's job is enqueued for its time. Each statement
+   * writes a delivery's record with its attempt's log line; a batch with retries to enqueue runs in one
+   * transaction with their jobs, one without (every attempt delivered, or failed for good) needs none.
    */
   private async record(batch: Outcome[]): Promise<void> {
     const rows: Step[] = batch.map(({ held, response, startedAt, finishedAt }) => {
@@ -395,9 +396,19 @@ class DeliveryDispatcher {
       }
       return { held, response, startedAt, finishedAt, attempt, status, nextAttemptAt };
     });
-    const recorded = await this.recordSteps(rows);
-    const others = rows.filter((r) => !recorded.has(r.held.id));
-    if (others.length > 0) await this.releaseOthers(others);
+    const write = async (db: Queryable) => {
+      const recorded = await this.recordSteps(db, rows);
+      const others = rows.filter((r) => !recorded.has(r.held.id));
+      if (others.length > 0) await this.releaseOthers(db, others);
+      const retries = rows.filter((r) => recorded.has(r.held.id) && r.nextAttemptAt);
+      await enqueueAttempts(
+        this.boss,
+        db,
+        retries.map((r) => ({ job: { deliveryId: r.held.id, series: r.held.series, attempt: r.attempt + 1 }, startAfter: r.nextAttemptAt! })),
+      );
+    };
+    if (rows.some((r) => r.nextAttemptAt)) await withTransaction(this.pool, write);
+    else await write(this.pool);
     for (const r of rows) {
       const details = { deliveryId: r.held.id, attempt: r.attempt, status: r.status, responseStatus: r.response.status, error: r.response.errorMessage };
       if (r.response.ok) this.logger.debug(details, "webhook attempt");
@@ -406,8 +417,8 @@ class DeliveryDispatcher {
   }
 
   /** The outcomes that are still their delivery's next step, each logged with it; returns their ids. */
-  private async recordSteps(rows: Step[]): Promise<Set<string>> {
-    const { rows: stepped } = await this.pool.query<{ id: string }>(
+  private async recordSteps(db: Queryable, rows: Step[]): Promise<Set<string>> {
+    const { rows: stepped } = await db.query<{ id: string }>(
       `WITH ${OUTCOMES}, stepped AS (
          UPDATE webhook_deliveries d
             SET status = o.status, attempts = o.attempt, last_attempt_at = o.started_at, next_attempt_at = o.next_attempt_at,
@@ -427,8 +438,8 @@ class DeliveryDispatcher {
    * An operator started a new series while these attempts were on the wire: each is logged under its own
    * series and its claim released, the record staying as the redelivery set it.
    */
-  private async releaseOthers(rows: Step[]): Promise<void> {
-    await this.pool.query(
+  private async releaseOthers(db: Queryable, rows: Step[]): Promise<void> {
+    await db.query(
       `WITH ${OUTCOMES}, released AS (
          UPDATE webhook_deliveries d
             SET claimed_by = NULL, claimed_until = NULL, first_attempted_at = coalesce(d.first_attempted_at, o.finished_at)
@@ -474,7 +485,7 @@ class DeliveryDispatcher {
         else if (index === 0 && chain[0]!.state === "waiting") this.enqueue(chain[0]!);
       }
     }
-    if (this.stoppedFull) this.wake();
+    for (const wake of this.roomWaiters.splice(0)) wake();
     if (this.held.size === 0) for (const wake of this.drainWaiters.splice(0)) wake();
   }
 
@@ -487,19 +498,32 @@ class DeliveryDispatcher {
     ]);
   }
 
+  closeIntake(): void {
+    this.intakeClosed = true;
+    for (const wake of this.roomWaiters.splice(0)) wake();
+  }
+
   /**
-   * Shutdown: no more claims and no new attempts; deliveries held but not on the wire are handed back
-   * (claim released, due as they were) for another worker; those on the wire finish and are recorded.
+   * Shutdown: no new attempts start; deliveries held but not on the wire are handed back (claim
+   * released, attempt enqueued again) for another worker; those on the wire finish and are recorded.
    */
   async stop(waitMs: number): Promise<void> {
     this.stopping = true;
-    await this.claiming;
     const unsent = [...this.held.values()].filter((held) => held.state === "waiting" || held.state === "queued");
     if (unsent.length > 0) {
-      await this.pool.query("UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ANY($1::text[]) AND claimed_by = $2", [
-        unsent.map((held) => held.id),
-        this.owner,
-      ]);
+      await withTransaction(this.pool, async (tx) => {
+        const { rows } = await tx.query<{ id: string; series: number; attempts: number; next_attempt_at: Date }>(
+          `UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL
+            WHERE id = ANY($1::text[]) AND claimed_by = $2 AND status = 'PENDING'
+           RETURNING id, series, attempts, next_attempt_at`,
+          [unsent.map((held) => held.id), this.owner],
+        );
+        await enqueueAttempts(
+          this.boss,
+          tx,
+          rows.map((row) => ({ job: { deliveryId: row.id, series: row.series, attempt: row.attempts + 1 }, startAfter: row.next_attempt_at })),
+        );
+      });
       for (const held of unsent) {
         held.endpoint.queue = held.endpoint.queue.filter((queued) => queued !== held);
         this.release(held);
@@ -516,38 +540,81 @@ class DeliveryDispatcher {
 
 /**
  * Recovery: deliveries whose claim lapsed (the process holding them died, or lost the database for
- * longer than the lease) are released, due as they were, for the next claim. Any worker runs it; a claim
+ * longer than the lease) are released and their next attempt enqueued. Any worker runs it; a claim
  * taken again meanwhile is skipped.
  */
-export async function recoverLapsedClaims(pool: Pool): Promise<number> {
-  const { rowCount } = await pool.query(
-    `UPDATE webhook_deliveries d SET claimed_by = NULL, claimed_until = NULL
-      WHERE d.id IN (SELECT id FROM webhook_deliveries
-                      WHERE claimed_by IS NOT NULL AND claimed_until < clock_timestamp()
-                      ORDER BY claimed_until LIMIT 500
-                      FOR UPDATE SKIP LOCKED)`,
-  );
-  return rowCount ?? 0;
+export async function recoverLapsedClaims(pool: Pool, boss: PgBoss): Promise<number> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<{ id: string; series: number; attempts: number; next_attempt_at: Date }>(
+      `UPDATE webhook_deliveries d SET claimed_by = NULL, claimed_until = NULL
+        WHERE d.id IN (SELECT id FROM webhook_deliveries
+                        WHERE claimed_by IS NOT NULL AND claimed_until < clock_timestamp()
+                        ORDER BY claimed_until LIMIT 500
+                        FOR UPDATE SKIP LOCKED)
+       RETURNING d.id, d.series, d.attempts, d.next_attempt_at`,
+    );
+    await enqueueAttempts(
+      boss,
+      tx,
+      rows.map((row) => ({ job: { deliveryId: row.id, series: row.series, attempt: row.attempts + 1 }, startAfter: row.next_attempt_at })),
+    );
+    return rows.length;
+  });
 }
 
 /**
- * Starts webhook delivery in this process: the claims (woken by the due-delivery notification and a
- * poll), claim renewal and recovery.
+ * Backstop for "never lost": pending deliveries overdue by more than `olderThanSeconds` and not held by
+ * a worker get their next attempt enqueued again (e.g. a job deleted by hand, or one whose pg-boss
+ * retries ran out while the database was unreachable). A duplicate job is harmless: the attempt's
+ * series/number check makes any job but the delivery's next step do nothing. Each delivery is
+ * re-enqueued at most once per period.
+ */
+export async function sweepStalledDeliveries(pool: Pool, boss: PgBoss, olderThanSeconds: number): Promise<number> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<{ id: string; series: number; attempts: number }>(
+      `UPDATE webhook_deliveries d SET swept_at = clock_timestamp()
+        WHERE d.id IN (SELECT id FROM webhook_deliveries
+                        WHERE status = 'PENDING' AND claimed_by IS NULL
+                          AND greatest(next_attempt_at, swept_at) <= clock_timestamp() - make_interval(secs => $1)
+                        ORDER BY next_attempt_at
+                        LIMIT 500
+                        FOR UPDATE SKIP LOCKED)
+       RETURNING d.id, d.series, d.attempts`,
+      [olderThanSeconds],
+    );
+    await enqueueAttempts(boss, tx, rows.map((row) => ({ job: { deliveryId: row.id, series: row.series, attempt: row.attempts + 1 } })));
+    return rows.length;
+  });
+}
+
+/**
+ * Starts webhook delivery in this process: the delivery queue and its workers, claim renewal and
+ * recovery, and the minute sweep.
  */
 export async function startWebhookDelivery(options: WebhookDeliveryOptions): Promise<WebhookDelivery> {
-  const { pool, logger, config } = options;
+  const { pool, boss, logger, config } = options;
+  await ensureDeliveryQueues(boss, config.webhookTimeoutMs);
   const leaseSeconds = options.leaseSeconds ?? 20;
-  const dispatcher = new DeliveryDispatcher({ pool, logger, config, maxHeld: options.maxHeld ?? 5000, batchSize: options.batchSize ?? 100, leaseSeconds });
-  const listener = listenTo({
-    databaseUrl: options.databaseUrl,
-    channel: DELIVERY_DUE_CHANNEL,
-    applicationName: "offramp-webhook-deliveries",
-    onNotification: () => dispatcher.wake(),
-    // Deliveries written while no session listened were not announced.
-    onListening: () => dispatcher.wake(),
-    logger,
-  });
-  await listener.ready;
+  const dispatcher = new DeliveryDispatcher({ pool, boss, logger, config, maxHeld: options.maxHeld ?? 5000, leaseSeconds });
+  const pollingIntervalSeconds = options.pollingIntervalSeconds ?? 0.5;
+  await boss.work<DeliveryJob>(
+    DELIVERY_QUEUE,
+    {
+      ...DUE_FIRST,
+      batchSize: options.batchSize ?? 100,
+      // One fetcher: a batch's attempts run concurrently in the dispatcher once claimed, and pg-boss wakes
+      // every fetcher of a queue at each job's NOTIFY, so a second one fetched nothing once a job (two
+      // fetches a delivery; figure 5). A NOTIFY that comes while the fetcher claims makes it fetch again at once.
+      localConcurrency: 1,
+      perJobResults: true,
+      // A full batch means more is waiting: fetch again at once instead of waiting for a poll.
+      burstWhenBatchFull: true,
+      pollingIntervalSeconds,
+      // Scheduled retries are not announced when they fall due: the same floor while notified.
+      notifyPollingIntervalSeconds: pollingIntervalSeconds,
+    },
+    (jobs) => dispatcher.take(jobs),
+  );
 
   const every = (ms: number, what: string, task: () => Promise<unknown>) => {
     let running = false;
@@ -561,24 +628,27 @@ export async function startWebhookDelivery(options: WebhookDeliveryOptions): Pro
     timer.unref();
     return timer;
   };
-  // Retries falling due are announced by nobody: the poll finds them.
-  const poll = setInterval(() => dispatcher.wake(), (options.pollingIntervalSeconds ?? 0.5) * 1000);
-  poll.unref();
   const renewal = every((leaseSeconds * 1000) / 4, "renewing webhook delivery claims failed", () => dispatcher.renewClaims());
   const recovery = every(Math.min(RECOVERY_INTERVAL_MS, leaseSeconds * 1000), "recovering lapsed webhook delivery claims failed", async () => {
-    const recovered = await recoverLapsedClaims(pool);
-    if (recovered > 0) {
-      logger.warn({ recovered }, "released webhook deliveries whose worker stopped holding them");
-      dispatcher.wake();
-    }
+    const recovered = await recoverLapsedClaims(pool, boss);
+    if (recovered > 0) logger.warn({ recovered }, "re-enqueued webhook deliveries whose worker stopped holding them");
+  });
+
+  // Overdue by well past a crashed attempt's recovery (lease, then a recovery pass).
+  const sweepAfterSeconds = deliveryQueueOptions(config.webhookTimeoutMs).expireInSeconds + leaseSeconds + 300;
+  await boss.schedule(SWEEP_QUEUE, "* * * * *");
+  await boss.work(SWEEP_QUEUE, async () => {
+    const requeued = await sweepStalledDeliveries(pool, boss, sweepAfterSeconds);
+    if (requeued > 0) logger.warn({ requeued }, "re-enqueued stalled webhook deliveries");
   });
   return {
     async stop() {
-      clearInterval(poll);
-      await listener.stop();
+      dispatcher.closeIntake();
+      await boss.offWork(DELIVERY_QUEUE, { wait: true });
       await dispatcher.stop(config.webhookTimeoutMs + 5000);
       clearInterval(renewal);
       clearInterval(recovery);
+      await boss.offWork(SWEEP_QUEUE, { wait: true });
       closeWebhookConnections();
     },
   };

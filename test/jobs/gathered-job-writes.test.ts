@@ -6,7 +6,7 @@ import type pg from "pg";
 import type { Queryable } from "../../src/db/pool.ts";
 import type { PgBoss } from "../../src/jobs/boss.ts";
 import { gatheredJobWrites, jobWritesAtOnce } from "../../src/jobs/job-writes.ts";
-import { CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
+import { DELIVERY_QUEUE, ORDER_TIMER_QUEUE } from "../../src/jobs/queues.ts";
 import { startQueuesDatabase } from "./support/queues-database.ts";
 
 let queues: Awaited<ReturnType<typeof startQueuesDatabase>>;
@@ -62,11 +62,11 @@ test("gathered job writes reach the database only at the flush, in one statement
   const cancelled = [uuid(), uuid()];
   await jobWritesAtOnce(boss, pool).insert(ORDER_TIMER_QUEUE, cancelled.map((id) => ({ id, data: { n: id }, startAfter: later() })));
   const timers = [uuid(), uuid(), uuid()];
-  const sends = [uuid(), uuid(), uuid()];
+  const deliveries = [uuid(), uuid(), uuid()];
   await inCountedTransaction(async (tx, statements, mostAtOnce) => {
     const writes = gatheredJobWrites(boss, tx);
     for (const [n, timer] of timers.entries()) {
-      await writes.insert(CHAIN_SEND_QUEUE, [{ id: sends[n]!, data: { transactionId: `ctx_${n}` } }]);
+      await writes.insert(DELIVERY_QUEUE, [{ id: deliveries[n]!, data: { deliveryId: `whd_${n}`, series: 1, attempt: 1 } }]);
       await writes.delete(ORDER_TIMER_QUEUE, cancelled.slice(n, n + 1));
       await writes.insert(ORDER_TIMER_QUEUE, [{ id: timer, data: { n }, startAfter: later() }]);
     }
@@ -76,7 +76,7 @@ test("gathered job writes reach the database only at the flush, in one statement
     assert.equal(mostAtOnce(), 3, "writes of distinct ids are sent together, none waiting for another's answer");
   });
   assert.deepEqual(await queued(ORDER_TIMER_QUEUE, [...timers, ...cancelled]), [...timers].sort());
-  assert.deepEqual(await queued(CHAIN_SEND_QUEUE, sends), [...sends].sort());
+  assert.deepEqual(await queued(DELIVERY_QUEUE, deliveries), [...deliveries].sort());
 });
 
 test("a job cancelled and queued again under the same id in one flush stays queued, one queued then cancelled does not", async () => {

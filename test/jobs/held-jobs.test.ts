@@ -10,11 +10,11 @@ import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 import type pg from "pg";
 import { SUPERVISE_INTERVAL_SECONDS, type PgBoss } from "../../src/jobs/boss.ts";
-import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/queues.ts";
+import { CHAIN_CONFIRM_QUEUE, CHAIN_SEND_QUEUE, DELIVERY_QUEUE, ORDER_TIMER_QUEUE, PAYMENT_VERIFY_QUEUE } from "../../src/jobs/queues.ts";
 import { waitFor } from "../support/trade-stack.ts";
 import { startQueuesDatabase } from "./support/queues-database.ts";
 
-const QUEUES = [ORDER_TIMER_QUEUE, CHAIN_SEND_QUEUE, CHAIN_CONFIRM_QUEUE, PAYMENT_VERIFY_QUEUE];
+const QUEUES = [ORDER_TIMER_QUEUE, CHAIN_SEND_QUEUE, CHAIN_CONFIRM_QUEUE, PAYMENT_VERIFY_QUEUE, DELIVERY_QUEUE];
 const workerScript = fileURLToPath(new URL("./support/holding-worker-process.ts", import.meta.url));
 
 let queues: Awaited<ReturnType<typeof startQueuesDatabase>>;
@@ -35,7 +35,7 @@ after(async () => {
   await queues?.close();
 });
 
-test("every order queue carries a heartbeat and an expiry", async () => {
+test("every order queue and the delivery queue carry a heartbeat and an expiry", async () => {
   const { rows } = await pool.query<{ name: string; heartbeat_seconds: number | null; expire_seconds: number }>(
     "SELECT name, heartbeat_seconds, expire_seconds FROM pgboss.queue WHERE name = ANY($1) ORDER BY name",
     [QUEUES],
@@ -66,9 +66,9 @@ test("a job held by a killed worker is given back for its missed heartbeat, befo
 
   // The supervisor sweeps every 10 s: a job is back within its 10 s heartbeat and one sweep, before its
   // expiry (30 s or more from its start) would have given it back. Where both may have passed by the
-  // sweep, which fails expired jobs first, the expiry gives it back: on a loaded machine a job may have
-  // been held a while before the kill (a CI run, 2026-12-01: chain.send). The job's output tells which
-  // gave it back.
+  // sweep, which fails expired jobs first, the expiry gives it back: the delivery queue's expiry is the
+  // webhook timeout plus 10 s, 15 s here, and on a loaded machine a job may have been held a while before
+  // the kill (a CI run, 2026-12-01: chain.send). The job's output tells which gave it back.
   const { rows: settings } = await pool.query<{ name: string; heartbeat_seconds: number; expire_seconds: number }>("SELECT name, heartbeat_seconds, expire_seconds FROM pgboss.queue WHERE name = ANY($1)", [QUEUES]);
   for (const queue of QUEUES) {
     const setting = settings.find((row) => row.name === queue)!;

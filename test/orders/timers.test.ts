@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import type { Hex } from "viem";
 import type { PoolClient } from "../../src/db/pool.ts";
-import { ORDER_TIMER_QUEUE, timerJobId } from "../../src/jobs/queues.ts";
+import { DELIVERY_QUEUE, ORDER_TIMER_QUEUE, timerJobId } from "../../src/jobs/queues.ts";
 import { orderEffectPorts } from "../../src/workers/order-effects.ts";
 import { applyOrderEvent } from "../../src/orders/store.ts";
 import { placeOrder, sentToChain, startTradeStack, waitForSettled, waitForStatus, type TradeStack } from "../support/trade-stack.ts";
@@ -134,7 +134,7 @@ test("a timer a worker already holds when the transition deletes it is gone, and
   assert.equal((await waitForStatus(stack, order.id, "ACTIVE")).status, "ACTIVE");
 });
 
-test("transitions applied together in one transaction (a block's deposits) queue their timers in one statement a queue and kind, their deliveries due with them", async () => {
+test("transitions applied together in one transaction (a block's deposits) queue their timers and deliveries in one statement each", async () => {
   const orders = [await placeOrder(stack), await placeOrder(stack), await placeOrder(stack)];
   const listingExpiresAt = new Date(Date.now() + 3_600_000).toISOString();
   const client = await stack.service.pool.connect();
@@ -160,13 +160,14 @@ test("transitions applied together in one transaction (a block's deposits) queue
   } finally {
     client.release();
   }
-  assert.equal(jobStatements.length, 2, "the listing timers' insert, the deposit timers' delete");
+  assert.equal(jobStatements.length, 3, "the deliveries' insert, the listing timers' insert, the deposit timers' delete");
   for (const order of orders) {
     assert.deepEqual(await timerJobs(order.id), [{ timer: "LISTING_TIMEOUT", dueAt: listingExpiresAt }]);
-    const { rows } = await stack.service.pool.query<{ status: string }>(
-      "SELECT status FROM webhook_deliveries WHERE order_id = $1 AND event_type = 'order.deposit_confirmed'",
-      [order.id],
+    const { rows } = await stack.service.pool.query<{ queued: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pgboss.job j WHERE j.name = $2 AND j.data->>'deliveryId' = d.id) AS queued
+         FROM webhook_deliveries d WHERE d.order_id = $1 AND d.event_type = 'order.deposit_confirmed'`,
+      [order.id, DELIVERY_QUEUE],
     );
-    assert.deepEqual(rows.map((row) => row.status), ["PENDING"], "order.deposit_confirmed recorded with its delivery, due");
+    assert.deepEqual(rows.map((row) => row.queued), [true], "order.deposit_confirmed recorded with its delivery's job");
   }
 });

@@ -36,12 +36,11 @@ const IDLE_MS = 10_000;
  * 87 after the delivery claim lost its transaction, the event consumer its order lookup and the delivery
  * queue its second fetcher (stop 37), 86 by stop 66; 75 once each transaction's BEGIN and each
  * transition's first effect went on the wire behind the statement before them (pipelined sessions, stop 67),
- * 65-69 once a few more statements went with the one before them and gathered job writes went together,
- * 56 once the webhook delivery rows became their own queue (no pg-boss job an attempt, stop 69);
+ * 65-69 once a few more statements went with the one before them and gathered job writes went together;
  * statements parsed 100 a trade before the hot ones were prepared, 38 after, 42 with the delivery worker's
  * array statements planned at each call again (src/db/pool.ts).
  */
-const BUDGET = { pgRoundTrips: 70, rpcRequests: 6, pgParses: 50 };
+const BUDGET = { pgRoundTrips: 80, rpcRequests: 6, pgParses: 50 };
 
 let chain: ChainStack;
 let pgFront: PgFront;

@@ -4,10 +4,12 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { PgBoss } from "pg-boss";
 import { after, before, test } from "node:test";
 import { migrate } from "../../src/db/migrate.ts";
 import { createPool, type Pool } from "../../src/db/pool.ts";
 import { createPartner } from "../../src/partners/partners.ts";
+import { ensureDeliveryQueues } from "../../src/jobs/queues.ts";
 import { createTestDatabase } from "../support/database.ts";
 import { createOrderFixture, emit } from "./support/fixtures.ts";
 import { startReceiver, waitFor, type TestReceiver } from "./support/receiver.ts";
@@ -17,6 +19,7 @@ const workerScript = fileURLToPath(new URL("./support/delivery-worker-process.ts
 
 let database: { url: string; drop(): Promise<void> };
 let pool: Pool;
+let boss: PgBoss;
 let receiver: TestReceiver;
 const children: ChildProcess[] = [];
 /** While true the endpoint holds every request unanswered, as a slow partner would. */
@@ -26,13 +29,17 @@ before(async () => {
   database = await createTestDatabase();
   await migrate(database.url);
   pool = createPool(database.url);
-  // This process only records events; it runs no worker.
+  // This process only records events; it runs no worker and no supervisor.
+  boss = new PgBoss({ connectionString: database.url, schema: "pgboss", supervise: false, schedule: false });
+  await boss.start();
+  await ensureDeliveryQueues(boss, TIMEOUT_MS);
   receiver = await startReceiver(() => (holding ? "hang" : 200));
 });
 after(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
   await Promise.all(children.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, "exit") : undefined)));
   await receiver.close();
+  await boss.stop({ graceful: false });
   await pool.end();
   await database.drop();
 });
@@ -56,9 +63,9 @@ test("after a SIGKILL of the worker mid-delivery, a new worker delivers every ev
   const orderB = await createOrderFixture(pool, created.partner.id);
 
   const first = await startWorker();
-  const a1 = await emit({ pool }, orderA, "order.created", "PENDING_DEPOSIT");
-  const a2 = await emit({ pool }, orderA, "order.expired", "EXPIRED");
-  const b1 = await emit({ pool }, orderB, "order.created", "PENDING_DEPOSIT");
+  const a1 = await emit({ pool, boss }, orderA, "order.created", "PENDING_DEPOSIT");
+  const a2 = await emit({ pool, boss }, orderA, "order.expired", "EXPIRED");
+  const b1 = await emit({ pool, boss }, orderB, "order.created", "PENDING_DEPOSIT");
   const ids = [a1.deliveryId!, a2.deliveryId!, b1.deliveryId!];
 
   // The worker is mid-delivery: A1 and B1 are on the wire, A2 waits for A1's first attempt.

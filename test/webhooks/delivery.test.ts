@@ -5,9 +5,10 @@ import { after, before, describe, test } from "node:test";
 import { withTransaction } from "../../src/db/pool.ts";
 import type { DeliveryRecord } from "../../src/webhooks/deliveries.ts";
 import { recordEvent } from "../../src/webhooks/outbox.ts";
+import { DELIVERY_QUEUE } from "../../src/jobs/queues.ts";
+import { enqueueAttempt } from "../../src/webhooks/queue.ts";
 import { signWebhook } from "../../src/webhooks/signature.ts";
-import { startWebhookDelivery } from "../../src/workers/webhook-deliveries.ts";
-import { createLogger } from "../../src/logger.ts";
+import { sweepStalledDeliveries } from "../../src/workers/webhook-deliveries.ts";
 import { ISO_MILLIS } from "../support/assertions.ts";
 import { startTestService, type TestService } from "../support/service.ts";
 import { createOrderFixture, emit, type OrderFixture } from "./support/fixtures.ts";
@@ -104,7 +105,7 @@ describe("a successful delivery", () => {
         status: "COMPLETED",
         data: { completedAt: occurredAt, releaseTxHash: "0xfeed" },
         occurredAt,
-      }),
+      }, { boss: service.boss }),
     );
     await waitFor("the request", () => receiver.requests[0]);
     assert.deepEqual(JSON.parse(receiver.requests[0]!.rawBody), {
@@ -132,7 +133,7 @@ describe("a successful delivery", () => {
     const occurredAt = new Date("2026-11-21T17:05:09.123Z");
     for (const [eventType, status] of [["order.created", "PENDING_DEPOSIT"], ["order.expired", "EXPIRED"]] as const) {
       await withTransaction(service.pool, (tx) =>
-        recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: hostileRef, eventType, status, data: {}, occurredAt }),
+        recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: hostileRef, eventType, status, data: {}, occurredAt }, { boss: service.boss }),
       );
     }
     await waitFor("both requests", () => (receiver.requests.length === 2 ? receiver.requests : undefined));
@@ -266,7 +267,7 @@ describe("order of first attempts", () => {
     // All committed at once, so all five are ready for the workers together.
     await withTransaction(service.pool, async (tx) => {
       for (const [eventType, status] of kinds) {
-        await recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data: {} });
+        await recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data: {} }, { boss: service.boss });
       }
     });
     await waitFor("five answered requests", () => receiver.requests.filter((r) => r.respondedAt).length === 5);
@@ -314,7 +315,7 @@ describe("outbox transaction", () => {
     let rolledBack: { deliveryId: string | null; eventId: string } | undefined;
     await assert.rejects(
       withTransaction(service.pool, async (tx) => {
-        rolledBack = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
+        rolledBack = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
         throw new Error("the state change failed");
       }),
       /the state change failed/,
@@ -328,7 +329,7 @@ describe("outbox transaction", () => {
     assert.equal(committed.sequence, 1, "the rolled-back event's sequence is not used up");
     const stored = await service.pool.query("SELECT 1 FROM webhook_events WHERE id = $1", [rolledBack!.eventId]);
     assert.equal(stored.rowCount, 0);
-    assert.equal((await service.pool.query("SELECT 1 FROM webhook_deliveries WHERE id = $1", [rolledBack!.deliveryId])).rowCount, 0);
+    assert.deepEqual(await service.boss.findJobs(DELIVERY_QUEUE, { data: { deliveryId: rolledBack!.deliveryId } }), []);
     assert.deepEqual((await deliveriesOf(partner.apiKey)).map((d) => d.id), [committed.deliveryId]);
   });
 
@@ -354,11 +355,11 @@ describe("outbox transaction", () => {
     const partner = await service.createPartner();
     const order = await createOrderFixture(service.pool, partner.id);
     await assert.rejects(
-      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.teleported" as "order.created", status: "X", data: {} })),
+      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.teleported" as "order.created", status: "X", data: {} }, { boss: service.boss })),
       /Unknown webhook event type/,
     );
     await assert.rejects(
-      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: { sequence: 7 } })),
+      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: { sequence: 7 } }, { boss: service.boss })),
       /must not set "sequence"/,
     );
   });
@@ -368,7 +369,7 @@ describe("outbox transaction", () => {
     const other = await service.createPartner();
     const order = await createOrderFixture(service.pool, owner.id);
     await assert.rejects(
-      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, partnerId: other.id, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} })),
+      withTransaction(service.pool, (tx) => recordEvent(tx, { ...order, partnerId: other.id, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss })),
       /does not belong to partner/,
     );
   });
@@ -460,41 +461,44 @@ describe("redelivery", () => {
   });
 });
 
-describe("claims from the table", () => {
-  test("a delivery falling due later, announced by nobody, is claimed by the poll when its time comes", async () => {
+describe("stalled deliveries", () => {
+  test("a pending delivery whose job was lost is enqueued again by the sweep and delivered", async () => {
     const { receiver, partner, order } = await setup();
-    // A retry's time as the record holds it: the notification at commit finds it not yet due.
     const event = await withTransaction(service.pool, async (tx) => {
-      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} });
-      await tx.query("UPDATE webhook_deliveries SET next_attempt_at = clock_timestamp() + interval '2 seconds' WHERE id = $1", [recorded.deliveryId]);
+      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
+      const db = { executeSql: (text: string, values?: unknown[]) => tx.query(text, values) };
+      const jobs = await service.boss.findJobs(DELIVERY_QUEUE, { data: { deliveryId: recorded.deliveryId }, db });
+      assert.equal(jobs.length, 1);
+      await service.boss.deleteJob(DELIVERY_QUEUE, jobs[0]!.id, { db });
       return recorded;
     });
-    await sleep(1_000);
-    assert.equal(receiver.requests.length, 0, "nothing is sent before its time");
+    await sleep(1500);
+    assert.equal(receiver.requests.length, 0, "nothing is sent without a job");
+    assert.ok((await sweepStalledDeliveries(service.pool, service.boss, 0)) >= 1);
     await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
     assert.equal(receiver.requests.length, 1);
   });
+});
 
-  test("two workers claiming at once send each delivery once", async () => {
-    const second = await startWebhookDelivery({ pool: service.pool, databaseUrl: service.databaseUrl, logger: createLogger("silent"), config: service.config });
-    try {
-      const { receiver, partner } = await setup(async () => {
-        await sleep(50);
-        return 200;
-      });
-      const orders = await Promise.all(Array.from({ length: 30 }, () => createOrderFixture(service.pool, partner.id)));
-      const events = await withTransaction(service.pool, async (tx) => {
-        const recorded = [];
-        for (const order of orders) recorded.push(await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }));
-        return recorded;
-      });
-      await waitFor("thirty answered requests", () => receiver.requests.filter((r) => r.respondedAt !== undefined).length === 30);
-      await sleep(500);
-      assert.deepEqual(receiver.requests.map((r) => String(r.headers["x-webhook-id"])).sort(), events.map((e) => e.deliveryId!).sort());
-      const { rows } = await service.pool.query<{ attempts: number }>("SELECT attempts FROM webhook_deliveries WHERE id = ANY($1::text[])", [events.map((e) => e.deliveryId)]);
-      assert.deepEqual(rows.map((row) => row.attempts), Array(30).fill(1));
-    } finally {
-      await second.stop();
-    }
+describe("one attempt at a time", () => {
+  test("duplicate jobs for the same attempt make one request: the others find the delivery busy or already done", async () => {
+    const { receiver, partner, order } = await setup(async () => {
+      await sleep(800);
+      return 200;
+    });
+    const event = await withTransaction(service.pool, async (tx) => {
+      const recorded = await recordEvent(tx, { ...order, eventType: "order.created", status: "PENDING_DEPOSIT", data: {} }, { boss: service.boss });
+      const job = { deliveryId: recorded.deliveryId!, series: 1, attempt: 1 };
+      await enqueueAttempt(service.boss, tx, job);
+      await enqueueAttempt(service.boss, tx, job);
+      return recorded;
+    });
+    await waitForStatus(partner.apiKey, event.deliveryId!, "DELIVERED");
+    await waitFor("all three jobs finished", async () => {
+      const jobs = await service.boss.findJobs(DELIVERY_QUEUE, { data: { deliveryId: event.deliveryId } });
+      return jobs.length === 3 && jobs.every((j) => j.state === "completed");
+    }, 20_000);
+    assert.equal(receiver.requests.length, 1);
+    assert.equal((await delivery(partner.apiKey, event.deliveryId!)).attempts, 1);
   });
 });

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { startJobs, type PgBoss } from "../../../src/jobs/boss.ts";
-import { createOrderQueues } from "../../../src/jobs/queues.ts";
+import { createOrderQueues, ensureDeliveryQueues } from "../../../src/jobs/queues.ts";
 import { createLogger } from "../../../src/logger.ts";
 import { createTestDatabase } from "../../support/database.ts";
 
@@ -10,6 +10,7 @@ export async function startQueuesDatabase(sessions: number): Promise<{ url: stri
   const pool = new pg.Pool({ connectionString: database.url, max: sessions });
   const boss = await startJobs(database.url, createLogger("silent"));
   await createOrderQueues(boss);
+  await ensureDeliveryQueues(boss, 5000);
   return {
     url: database.url,
     pool,

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { withTransaction, type Pool, type Queryable } from "../../../src/db/pool.ts";
+import type { PgBoss } from "../../../src/jobs/boss.ts";
 import { recordEvent, type EventType, type RecordedEvent } from "../../../src/webhooks/outbox.ts";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
@@ -74,13 +75,13 @@ export async function createOrderFixture(db: Queryable, partnerId: string, partn
 
 /** Records one event for the order in its own committed transaction, as the order code would. */
 export function emit(
-  service: { pool: Pool },
+  service: { pool: Pool; boss: PgBoss },
   order: OrderFixture,
   eventType: EventType,
   status: string,
   data: Record<string, unknown> = {},
 ): Promise<RecordedEvent> {
   return withTransaction(service.pool, (tx) =>
-    recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data }),
+    recordEvent(tx, { partnerId: order.partnerId, orderId: order.orderId, partnerUserRef: order.partnerUserRef, eventType, status, data }, { boss: service.boss }),
   );
 }

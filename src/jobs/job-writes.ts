@@ -17,7 +17,10 @@ export function jobWritesAtOnce(boss: PgBoss, tx: Queryable): JobWrites {
       if (jobs.length > 0) await boss.insert(queue, jobs, inTransaction(tx));
     },
     async delete(queue, ids) {
-      if (ids.length > 0) await boss.deleteJob(queue, ids, inTransaction(tx));
+      // Planned for its ids: a prepared delete's generic plan, which cannot know how many ids it gets,
+      // priced one index descent an id above reading the queue's every job by (name, created_on), and each
+      // cancelled timer read every open order's timer (figure 5, docs/benchmarks.md stop 70).
+      if (ids.length > 0) await boss.deleteJob(queue, ids, inTransaction(tx, { planEachCall: true }));
     },
   };
 }

@@ -116,7 +116,7 @@ const logAttemptsOf = (written: string) => `
 /** Held deliveries of an endpoint: enough for about this long of its observed pace, so a slow endpoint holds few. */
 const HOLD_SECONDS = 2;
 const INITIAL_AVERAGE_MS = 100;
-/** A claimed first attempt whose order's earlier event is not claimed yet is due again after this. */
+/** A first attempt whose earlier event is held by another process looks again after this. */
 const ORDER_WAIT_MS = 500;
 const RECOVERY_INTERVAL_MS = 5000;
 

@@ -1,6 +1,6 @@
 import { BaseError, ContractFunctionRevertedError, TransactionNotFoundError, encodeFunctionData, getAddress, keccak256, parseTransaction, type Address, type Hash, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import { withTransaction, type Pool, type Queryable } from "../db/pool.ts";
+import { prepared, withTransaction, type Pool, type Queryable } from "../db/pool.ts";
 import { newId } from "../domain/ids.ts";
 import type { Logger } from "../logger.ts";
 import { disputeOutcome, escrowAbi, escrowOrderStatus } from "./escrow-abi.ts";
@@ -141,9 +141,11 @@ export function createTransactionSender(deps: {
 
   const load = async (id: string): Promise<TransactionRow> => {
     const { rows } = await pool.query<TransactionRow>(
-      `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, t.replaced_hashes, o.escrow_order_id, o.cep_hash, o.buyer_wallet
-         FROM chain_transactions t JOIN orders o ON o.id = t.order_id WHERE t.id = $1`,
-      [id],
+      prepared(
+        `SELECT t.id, t.order_id, t.action, t.params, t.tx_hash, t.raw_tx, t.nonce, t.from_address, t.status, t.replaced_hashes, o.escrow_order_id, o.cep_hash, o.buyer_wallet
+           FROM chain_transactions t JOIN orders o ON o.id = t.order_id WHERE t.id = $1`,
+        [id],
+      ),
     );
     if (!rows[0]) throw new PermanentError(`chain transaction ${id} does not exist`);
     return rows[0];
@@ -156,10 +158,12 @@ export function createTransactionSender(deps: {
    */
   const finish = async (id: string, hash: Hash | null, status: Exclude<SendOutcome, "SENT">, error?: string): Promise<boolean> => {
     const { rowCount } = await pool.query(
-      `UPDATE chain_transactions SET status = $3, error = $4, updated_at = now(),
-              raw_tx = CASE WHEN tx_hash IS NOT DISTINCT FROM $2 THEN raw_tx END, tx_hash = COALESCE($2, tx_hash)
-        WHERE id = $1 AND status IN ('PENDING', 'SENT') AND (tx_hash IS NOT DISTINCT FROM $2 OR $2 = ANY(replaced_hashes))`,
-      [id, hash, status, error ?? null],
+      prepared(
+        `UPDATE chain_transactions SET status = $3, error = $4, updated_at = now(),
+                raw_tx = CASE WHEN tx_hash IS NOT DISTINCT FROM $2 THEN raw_tx END, tx_hash = COALESCE($2, tx_hash)
+          WHERE id = $1 AND status IN ('PENDING', 'SENT') AND (tx_hash IS NOT DISTINCT FROM $2 OR $2 = ANY(replaced_hashes))`,
+        [id, hash, status, error ?? null],
+      ),
     );
     return rowCount === 1;
   };

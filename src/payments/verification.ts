@@ -1,11 +1,12 @@
 import type { Address, PublicClient } from "viem";
 import { escrowAbi } from "../chain/escrow-abi.ts";
-import { allAnswered, type Pool, type PoolClient } from "../db/pool.ts";
+import { allAnswered, prepared, type Pool, type PoolClient } from "../db/pool.ts";
 import { findParticipantByClabePrefix } from "../domain/spei-participants.ts";
 import { CepQueryError, type CepLookupResult, type CepPortalClient } from "../integrations/cep-portal.ts";
 import { verifyCepConcept, verifyCepReceipt, type CepReceipt } from "../integrations/cep-receipt.ts";
 import type { Logger } from "../logger.ts";
-import { comparePayer, normaliseTaxId, type VerifiedIdentity } from "../domain/payer-identity.ts";
+import { comparePayer, normaliseTaxId } from "../domain/payer-identity.ts";
+import { verifiedIdentity } from "./buyer-identity.ts";
 import { paymentBeingVerified, reportInLockWindow, type OrderContext, type PaymentReportId, type ThirdPartyPayment } from "../orders/machine.ts";
 import { getOrderRow } from "../orders/queries.ts";
 import { applyOrderEvent, type OrderEffectPorts } from "../orders/store.ts";
@@ -118,11 +119,7 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
    * buyer's verified identity, for the operator's review; undefined when the payer is the buyer.
    */
   async function thirdPartyPayment(buyerWallet: string | null, receipt: CepReceipt): Promise<ThirdPartyPayment | undefined> {
-    const { rows } = await pool.query<{ verified_name: string | null; verified_curp: string | null; verified_rfc: string | null }>(
-      "SELECT verified_name, verified_curp, verified_rfc FROM buyers WHERE wallet = lower($1)",
-      [buyerWallet ?? ""],
-    );
-    const buyer: VerifiedIdentity = { name: rows[0]?.verified_name ?? null, curp: rows[0]?.verified_curp ?? null, rfc: rows[0]?.verified_rfc ?? null };
+    const buyer = await verifiedIdentity(pool, buyerWallet);
     const compared = comparePayer(buyer, { name: receipt.senderName, rfcOrCurp: receipt.senderRfc });
     if (compared.match) return undefined;
     return {
@@ -232,7 +229,7 @@ export function createPaymentVerifier(deps: PaymentVerifierDeps) {
       // The check is sent behind the lock: PostgreSQL runs it once the lock is granted.
       const [, used] = await allAnswered([
         tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`cep:${receipt.cepHash}`]),
-        tx.query("SELECT 1 FROM orders WHERE cep_hash = $1 AND id <> $2", [receipt.cepHash, row.id]),
+        tx.query(prepared("SELECT 1 FROM orders WHERE cep_hash = $1 AND id <> $2", [receipt.cepHash, row.id])),
       ]);
       const at = now();
       if (used.rowCount) {

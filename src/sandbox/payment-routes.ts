@@ -9,6 +9,7 @@ import type { RouteGroup } from "../http/routes.ts";
 import { mexicoCityDateTime } from "../integrations/cep-receipt.ts";
 import { getOrderRow, type OrderRow } from "../orders/queries.ts";
 import type { OrderEffectPorts } from "../orders/store.ts";
+import { verifiedIdentity } from "../payments/buyer-identity.ts";
 import { paymentReportMessage, reportAmount, reportPayment, resolveSenderBank } from "../payments/report.ts";
 import type { CepPortalSimulator } from "./simulators/cep-portal.ts";
 import { paymentReportResultSchema } from "../payments/report-schema.ts";
@@ -48,13 +49,9 @@ export const simulatedPaymentProperties = {
  * another payer, which simulates a third-party payment (decisions 8).
  */
 async function payerOf(db: Queryable, buyerWallet: string | null, body: Pick<PayBody, "payerName" | "payerRfc">): Promise<{ name: string; rfc: string }> {
-  const { rows } = await db.query<{ verified_name: string | null; verified_curp: string | null; verified_rfc: string | null }>(
-    "SELECT verified_name, verified_curp, verified_rfc FROM buyers WHERE wallet = lower($1)",
-    [buyerWallet ?? ""],
-  );
-  const own = rows[0];
-  const name = body.payerName ?? own?.verified_name ?? "COMPRADOR SANDBOX";
-  const rfc = body.payerRfc ?? (body.payerName === undefined ? (own?.verified_rfc ?? own?.verified_curp) : undefined) ?? "ND";
+  const own = await verifiedIdentity(db, buyerWallet);
+  const name = body.payerName ?? own.name ?? "COMPRADOR SANDBOX";
+  const rfc = body.payerRfc ?? (body.payerName === undefined ? (own.rfc ?? own.curp) : undefined) ?? "ND";
   return { name, rfc: rfc.toUpperCase() };
 }
 

@@ -51,7 +51,8 @@ async function ensureJobDueIndex(boss: PgBoss): Promise<void> {
 }
 
 /**
- * pg-boss's `db` option bound to a caller's transaction: the job exists if and only if it commits. Its
+ * pg-boss's `db` option bound to a caller's transaction: the job exists if and only if it commits (or to
+ * the service's pool, for a job written on its own that should be planned once a session too). Its
  * parameterized statements (a job's insert, a completion) run as named prepared statements: their texts
  * depend only on the queue and the call's kind, and PostgreSQL spent more time planning them than running
  * them (figure 5: 0.45 ms planning against 0.29 ms running a job insert, 10 inserts a trade).

